@@ -1,0 +1,23 @@
+# infir2: two commands do everything on a fresh machine —
+#   make demo   set up, start the embedded Temporal server + worker, run recipes/tiny.yaml end to end
+#   make test   set up, then the whole test suite (TypeScript + Python trainer)
+SHELL := /bin/bash
+.PHONY: setup build test test-ts test-py demo bench clean
+
+setup:
+	@bash scripts/setup.sh
+
+build:
+	@npx --no-install tsc -p tsconfig.json
+
+test: setup
+	@bash scripts/test.sh
+
+demo: setup
+	@bash scripts/demo.sh
+
+bench: setup
+	@bash scripts/bench.sh
+
+clean:
+	rm -rf dist .infir2 .tmp

