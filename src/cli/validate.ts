@@ -1,0 +1,17 @@
+/**
+ * `infir2 validate <recipe> [--set key=value]...`: exit 0 when the recipe is valid (warnings on stderr), exit 2
+ * with one `error: <yaml.path>: <problem>` line per problem. Reads no network, needs no GPU.
+ */
+import { parseVerbArgs, positionals } from './args.js';
+import { loadCompiled } from './recipe-input.js';
+
+const USAGE = 'infir2 validate <recipe> [--set key=value]...';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('validate', argv, { set: { type: 'string', multiple: true } }, USAGE);
+  const [ref] = positionals('validate', pos, ['recipe'], USAGE);
+  const { plan, source, warnings } = await loadCompiled(ref!, { sets: values.set ?? [], runId: 'validate' });
+  const note = warnings.length ? ` (${warnings.length} warning${warnings.length > 1 ? 's' : ''})` : '';
+  process.stdout.write(`ok: ${source}: recipe '${plan.recipe}' is valid, ${plan.steps.length} steps${note}\n`);
+  return 0;
+}

@@ -1,0 +1,344 @@
+/**
+ * Recipe → Plan. Walks the stages in pipeline order, decides each step's inputs from the steps before it (the
+ * hand-offs InfiR2 leaves to a human: REF_LOAD, the iter dir to convert, HF_CHECKPOINT), and asks the stage's
+ * backend for the command. Pure apart from finding the project root when none is given.
+ */
+import { join } from 'node:path';
+import * as convert from '../backends/convert.js';
+import * as evalscope from '../backends/evalscope.js';
+import * as local from '../backends/local.js';
+import * as megatron from '../backends/megatron.js';
+import * as slime from '../backends/slime.js';
+import { iterDirName } from '../backends/argv.js';
+import type { StepBody } from '../backends/types.js';
+import { lastCheckpoint, sftSteps } from '../recipe/derived.js';
+import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
+import { error, RecipeError } from '../recipe/issues.js';
+import { fp8Enabled } from '../recipe/lint.js';
+import { projectRoot as findProjectRoot } from '../recipe/project-root.js';
+import type { Arch, EvalModel, Recipe } from '../recipe/schema.js';
+import { cptLineage, type Fork } from './cpt-lineage.js';
+import { runLayout, type RunLayout } from './layout.js';
+import type { BackendName, Plan, PlanStep, RetryBudgets, StepKind } from './types.js';
+
+export interface CompileOptions {
+  /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */
+  runId: string;
+  /** Where `trainer/` and `src/backends/tools/` live (default: found from this module). */
+  projectRoot?: string;
+  /** Interpreter for the local trainer (default `<projectRoot>/.venv/bin/python`). */
+  python?: string;
+  /** Start cpt.decay from another run's stable checkpoint and leave out warmup and stable. */
+  fork?: Fork;
+}
+
+/** A torch_dist checkpoint that a later stage can load: its root, final iteration, and the step that writes it. */
+interface Lineage {
+  root: string;
+  iteration: number | 'release';
+  stepId: string | null;
+}
+
+/** An HF model directory and the step that writes it. */
+interface HfModel {
+  dir: string;
+  stepId: string | null;
+}
+
+export function compilePlan(recipe: Recipe, opts: CompileOptions): Plan {
+  if (!SLUG_RE.test(opts.runId) || opts.runId.length > 63) {
+    throw new RecipeError([error('--run-id', `'${opts.runId}' is not a valid run id: expected ${SLUG_HINT}`)]);
+  }
+  return new Compiler(recipe, opts).plan();
+}
+
+class Compiler {
+  private readonly steps: PlanStep[] = [];
+  private readonly layout: RunLayout;
+  private readonly root: string;
+  private readonly python: string;
+
+  constructor(
+    private readonly r: Recipe,
+    private readonly opts: CompileOptions,
+  ) {
+    this.layout = runLayout(r.runDir, opts.runId);
+    this.root = opts.projectRoot ?? findProjectRoot();
+    this.python = opts.python ?? join(this.root, '.venv', 'bin', 'python');
+  }
+
+  plan(): Plan {
+    const trained = this.cpt() ?? (this.r.model.base ? { root: this.r.model.base, iteration: 'release' as const, stepId: null } : null);
+    const sft = this.sft(trained);
+    const exported = this.convert(sft);
+    const rl = this.rl(sft, exported);
+    this.eval(exported, rl);
+    const r = this.r;
+    return {
+      version: 1,
+      recipe: r.name,
+      runId: this.opts.runId,
+      runDir: this.layout.run,
+      precision: r.precision,
+      model: r.model.name,
+      pools: Object.fromEntries(
+        Object.entries(r.pools).map(([name, p]) => [name, { taskQueue: p.taskQueue, nodes: p.nodes, gpusPerNode: p.gpusPerNode, launcher: p.launcher }]),
+      ),
+      steps: this.steps,
+    };
+  }
+
+  /** Add a step: the backend's body plus what the recipe says about pools, retries and timeouts. */
+  private add(
+    id: string,
+    kind: StepKind,
+    backend: BackendName,
+    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number },
+    dependsOn: (string | null)[],
+    body: StepBody,
+  ): void {
+    const { gpus, nodes, ...rest } = body;
+    this.steps.push({
+      id,
+      kind,
+      backend,
+      pool: stage.pool,
+      nodes,
+      // The local trainer uses a GPU when its pool has one, CPU otherwise.
+      gpus: backend === 'local' ? Math.min(1, this.poolOf(stage.pool).gpusPerNode) : gpus,
+      dependsOn: [...new Set(dependsOn.filter((d): d is string => d !== null))],
+      ...rest,
+      stallTimeoutSec: stage.stallTimeout,
+      attemptTimeoutSec: stage.attemptTimeout,
+      retries: { ...stage.retries, config: 0 },
+    });
+  }
+
+  private poolOf(name: string) {
+    const pool = this.r.pools[name];
+    // lint reports unknown pools; a programmatic caller that skipped it gets the same message.
+    if (!pool) throw new RecipeError([error('pools', `no pool '${name}'`)]);
+    return pool;
+  }
+
+  private size(stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined }) {
+    const pool = this.poolOf(stage.pool);
+    return { pool, nodes: stage.nodes ?? pool.nodes, gpusPerNode: stage.gpusPerNode ?? pool.gpusPerNode };
+  }
+
+  private localCtx(stepId: string, env: Record<string, string>): local.LocalContext {
+    return { python: this.python, projectRoot: this.root, precision: this.r.precision, fp8BlockSize: this.r.fp8BlockSize, stepDir: this.layout.stepDir(stepId), env };
+  }
+
+  private archFor(override: Partial<Arch> | undefined): Arch {
+    return { ...this.r.model.arch, ...override };
+  }
+
+  private cpt(): Lineage | null {
+    const cpt = this.r.cpt;
+    if (!cpt) return null;
+    const decayRoot = this.layout.checkpoints('cpt.decay');
+    const phases = cptLineage(cpt, { cptRoot: this.layout.cptRoot, decayRoot, base: this.r.model.base }, this.opts.fork);
+    const { pool, nodes, gpusPerNode } = this.size(cpt);
+    let prev: string | null = null;
+    for (const phase of phases) {
+      const stepDir = this.layout.stepDir(phase.id);
+      const body =
+        cpt.backend === 'megatron'
+          ? megatron.cptPhaseStep({
+              phase,
+              cpt,
+              arch: this.r.model.arch,
+              precision: this.r.precision,
+              software: this.r.software,
+              pool,
+              nodes,
+              gpusPerNode,
+              tokenizer: this.r.model.tokenizer ?? this.r.model.hf ?? '',
+              dataCache: cpt.dataCache ?? join(this.layout.run, 'cpt', 'data-cache'),
+              stepDir,
+              wandbExpName: `${this.r.name}-${phase.id}`,
+            })
+          : local.cptPhaseStep(this.localCtx(phase.id, cpt.env), phase, cpt, this.r.model.arch);
+      this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body);
+      prev = phase.id;
+    }
+    const decay = phases[phases.length - 1]!;
+    return { root: decay.saveDir, iteration: decay.end, stepId: decay.id };
+  }
+
+  private sft(from: Lineage | null): Lineage | null {
+    let last = from;
+    for (const [i, st] of (this.r.sft ?? []).entries()) {
+      const id = `sft.stage${i + 1}`;
+      const refLoad = st.refLoad ?? last?.root;
+      const steps = sftSteps(st);
+      if (!refLoad) throw new RecipeError([error(`sft.${i}.refLoad`, 'nothing to start from: add a cpt stage, set model.base or refLoad')]);
+      if (steps === undefined) throw new RecipeError([error(`sft.${i}.samples`, 'required: the number of rows in the data file')]);
+      const saveDir = this.layout.checkpoints(id);
+      const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
+      if (st.backend === 'slime') {
+        const { pool, nodes, gpusPerNode } = this.size(st);
+        const body = slime.sftStep({
+          id,
+          stepDir: this.layout.stepDir(id),
+          runId: this.opts.runId,
+          software: this.r.software,
+          precision: this.r.precision,
+          pool,
+          nodes,
+          gpusPerNode,
+          arch: this.archFor(st.arch),
+          hfCheckpoint: st.hfCheckpoint ?? this.r.model.hf ?? '',
+          refLoad,
+          saveDir,
+          wandbGroup: st.wandbGroup ?? `${this.r.name}-${id}`,
+          stage: st,
+          rollouts: steps,
+        });
+        this.add(id, 'sft', 'slime', st, dependsOn, body);
+      } else {
+        this.add(id, 'sft', 'local', st, dependsOn, local.sftStep(this.localCtx(id, st.env), { stage: st, refLoad, saveDir, steps }));
+      }
+      last = { root: saveDir, iteration: lastCheckpoint(st.backend, steps), stepId: id };
+    }
+    return last;
+  }
+
+  /**
+   * Export a torch_dist checkpoint to HF. `vocab`: the exported model's vocabulary as its stage's model
+   * arguments say (slime's model script for SFT/RL), unless convert.vocabSize says otherwise.
+   */
+  private hfExport(id: string, from: Lineage, outDir: string, what: string, arch: Partial<Arch> | undefined): void {
+    const c = this.r.convert!;
+    if (from.iteration === 'release') throw new RecipeError([error('convert', 'nothing to export: add an sft or cpt stage')]);
+    const iterDir = join(from.root, iterDirName(from.iteration));
+    const body =
+      c.backend === 'convert'
+        ? convert.hfExportStep({ stepDir: this.layout.stepDir(id), software: this.r.software, iterDir, outDir, originHf: this.r.model.hf ?? '', vocabSize: c.vocabSize ?? this.archFor(arch).vocabSize, what })
+        : local.hfExportStep(this.localCtx(id, c.env), iterDir, outDir, c.vocabSize, what);
+    this.add(id, 'convert', c.backend, c, [from.stepId], body);
+  }
+
+  private convert(from: Lineage | null): { hf: HfModel; fp8: HfModel | null } | null {
+    const c = this.r.convert;
+    if (!c) return null;
+    if (!from) throw new RecipeError([error('convert', 'nothing to export: add an sft or cpt stage')]);
+    const hf = { dir: join(this.layout.stepDir('convert.hf'), 'hf'), stepId: 'convert.hf' };
+    const lastSft = this.r.sft?.[this.r.sft.length - 1];
+    this.hfExport('convert.hf', from, hf.dir, `the final ${from.stepId ?? 'base'} checkpoint`, lastSft?.arch);
+    if (!fp8Enabled(this.r)) return { hf, fp8: null };
+    const fp8 = { dir: join(this.layout.stepDir('convert.fp8'), 'hf'), stepId: 'convert.fp8' };
+    const body =
+      c.backend === 'convert'
+        ? convert.fp8CastStep({
+            stepDir: this.layout.stepDir('convert.fp8'),
+            software: this.r.software,
+            projectRoot: this.root,
+            inDir: hf.dir,
+            outDir: fp8.dir,
+            pow2Scales: c.fp8.pow2Scales,
+            fmt: c.fp8.fmt,
+            blockSize: c.fp8.blockSize,
+          })
+        : local.fp8CastStep(this.localCtx('convert.fp8', c.env), hf.dir, fp8.dir, c.fp8.blockSize, c.fp8.pow2Scales);
+    this.add('convert.fp8', 'convert', c.backend, c, ['convert.hf'], body);
+    return { hf, fp8 };
+  }
+
+  private rl(from: Lineage | null, exported: { hf: HfModel; fp8: HfModel | null } | null): Lineage | null {
+    const rl = this.r.rl;
+    if (!rl) return null;
+    // InfiR2 rolls out with the FP8 export (HF_CHECKPOINT) and trains from the SFT checkpoint (REF_LOAD).
+    const hf: HfModel = rl.hfCheckpoint
+      ? { dir: rl.hfCheckpoint, stepId: null }
+      : (this.r.precision === 'fp8' ? exported?.fp8 : null) ?? exported?.hf ?? { dir: this.r.model.hf ?? '', stepId: null };
+    let last: Lineage | null = rl.refLoad ? { root: rl.refLoad, iteration: 'release', stepId: null } : from;
+    if (!last) throw new RecipeError([error('rl.refLoad', 'nothing to start from: add an sft or cpt stage, set model.base or rl.refLoad')]);
+    for (const [i, k] of rl.curriculum.entries()) {
+      const id = `rl.stage${i + 1}`;
+      const saveDir = this.layout.checkpoints(id);
+      const dependsOn = [last.stepId, hf.stepId];
+      if (rl.backend === 'slime') {
+        const { pool, nodes, gpusPerNode } = this.size(rl);
+        const body = slime.rlStep({
+          id,
+          stepDir: this.layout.stepDir(id),
+          runId: this.opts.runId,
+          software: this.r.software,
+          precision: this.r.precision,
+          pool,
+          nodes,
+          gpusPerNode,
+          arch: this.archFor(rl.arch),
+          hfCheckpoint: hf.dir,
+          // Stage k > 1 starts from stage k − 1's checkpoints (docs/RL.md).
+          refLoad: last.root,
+          saveDir,
+          wandbGroup: k.wandbGroup ?? `${this.r.name}-${id}`,
+          rl,
+          curriculum: k,
+        });
+        this.add(id, 'rl', 'slime', rl, dependsOn, body);
+      } else {
+        this.add(id, 'rl', 'local', rl, dependsOn, local.rlStep(this.localCtx(id, rl.env), { rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir }));
+      }
+      last = { root: saveDir, iteration: lastCheckpoint(rl.backend, k.rollouts), stepId: id };
+    }
+    return last;
+  }
+
+  private eval(exported: { hf: HfModel; fp8: HfModel | null } | null, rl: Lineage | null): void {
+    const ev = this.r.eval;
+    if (!ev) return;
+    const models: EvalModel[] = ev.models ?? [rl ? 'rl' : exported?.fp8 ? 'fp8' : exported ? 'hf' : 'base'];
+    const benchmarks = Object.entries(ev.benchmarks);
+    let index = 0;
+    for (const m of models) {
+      const model = this.evalModel(m, exported, rl);
+      for (const [name, b] of benchmarks) {
+        const id = models.length > 1 ? `eval.${m}.${name}` : `eval.${name}`;
+        const what = `the ${m === 'base' ? 'base' : m === 'rl' ? 'final RL' : m === 'fp8' ? 'FP8-exported SFT' : 'HF-exported SFT'} model`;
+        const body =
+          ev.backend === 'evalscope'
+            ? evalscope.evalStep({
+                stepDir: this.layout.stepDir(id),
+                projectRoot: this.root,
+                software: this.r.software,
+                eval: ev,
+                benchmarkName: name,
+                benchmark: b,
+                modelPath: model.dir,
+                servedName: `${this.r.name}-${m}`,
+                port: ev.server.port + index,
+                what,
+              })
+            : local.evalStep(this.localCtx(id, ev.env), name, b, model.dir, what);
+        this.add(id, 'eval', ev.backend, ev, [model.stepId], body);
+        index++;
+      }
+    }
+  }
+
+  /** The HF directory of an evaluated model; the final RL checkpoint is exported first (convert.rl). */
+  private evalModel(m: EvalModel, exported: { hf: HfModel; fp8: HfModel | null } | null, rl: Lineage | null): HfModel {
+    const missing = (what: string) => new RecipeError([error('eval.models', `'${m}' needs ${what}`)]);
+    switch (m) {
+      case 'base':
+        if (!this.r.model.hf) throw missing('model.hf');
+        return { dir: this.r.model.hf, stepId: null };
+      case 'hf':
+        if (!exported) throw missing('a convert stage');
+        return exported.hf;
+      case 'fp8':
+        if (!exported?.fp8) throw missing('convert.fp8 enabled');
+        return exported.fp8;
+      case 'rl': {
+        if (!rl || !this.r.convert) throw missing('an rl and a convert stage');
+        const dir = join(this.layout.stepDir('convert.rl'), 'hf');
+        if (!this.steps.some((s) => s.id === 'convert.rl')) this.hfExport('convert.rl', rl, dir, `the final ${rl.stepId} checkpoint`, this.r.rl?.arch);
+        return { dir, stepId: 'convert.rl' };
+      }
+    }
+  }
+}

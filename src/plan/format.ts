@@ -1,0 +1,44 @@
+/** The human view of a Plan: a stage table, one row per step, as `infir2 plan` prints it. */
+import { basename } from 'node:path';
+import type { Plan, PlanStep } from './types.js';
+
+/** `torchrun … pretrain_gpt.py`, `ray job submit … train.py`, `python main.py pretrain`. */
+export function commandHead(step: PlanStep): string {
+  const argv = step.command.argv;
+  const program = basename(argv[0] ?? '');
+  const scriptAt = argv.findIndex((a, i) => i > 0 && /\.(py|sh)$/.test(a));
+  if (scriptAt < 0) return program;
+  const script = basename(argv[scriptAt]!);
+  // The local trainer's subcommand says what it does.
+  const sub = script === 'main.py' && argv[scriptAt + 1] && !argv[scriptAt + 1]!.startsWith('-') ? ` ${argv[scriptAt + 1]}` : '';
+  const gap = scriptAt > 1 ? (program === 'ray' ? ' job submit …' : ' …') : '';
+  return `${program}${gap} ${script}${sub}`;
+}
+
+function iterations(step: PlanStep): string {
+  const c = step.completion;
+  if (c.kind !== 'checkpoint') return '-';
+  return step.progress.format === 'slime' ? `${c.iteration + 1} rollouts` : `→ ${c.iteration}`;
+}
+
+export function formatPlanTable(plan: Plan): string {
+  const header = ['STEP', 'BACKEND', 'POOL', 'GPUS', 'DEPENDS ON', 'ITERATIONS', 'COMMAND'];
+  const rows = plan.steps.map((s) => [
+    s.id,
+    s.backend,
+    s.pool,
+    s.nodes > 1 ? `${s.nodes}×${s.gpus}` : String(s.gpus),
+    s.dependsOn.join(', ') || '-',
+    iterations(s),
+    commandHead(s),
+  ]);
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  return [
+    `recipe ${plan.recipe} · ${plan.model} · ${plan.precision} · run ${plan.runId}`,
+    `run dir ${plan.runDir}`,
+    '',
+    line(header),
+    ...rows.map(line),
+  ].join('\n');
+}

@@ -1,0 +1,339 @@
+/**
+ * Cross-field checks of a valid recipe: the pitfalls of the InfiR2 scripts (docs/infir2-recipe.md §7) that a
+ * config can show, and stages that do not fit together. Each message says what goes wrong and what to change.
+ * Errors stop `validate`/`plan`/`run`; warnings are printed and the recipe still runs.
+ */
+import { cptBoundaries, sftSteps } from './derived.js';
+import { error, warning, type Issue } from './issues.js';
+import type { Arch, Recipe } from './schema.js';
+import { didYouMean } from './suggest.js';
+
+type Check = (r: Recipe) => Issue[];
+
+/** A stage as the pool and launcher checks see it. */
+interface StageRef {
+  path: string;
+  pool: string;
+  backend: string;
+  nodes?: number | undefined;
+  gpusPerNode?: number | undefined;
+  extraArgs: string[];
+}
+
+export function stageRefs(r: Recipe): StageRef[] {
+  const refs: StageRef[] = [];
+  if (r.cpt) refs.push({ path: 'cpt', ...r.cpt });
+  (r.sft ?? []).forEach((s, i) => refs.push({ path: `sft.${i}`, ...s }));
+  if (r.convert) refs.push({ path: 'convert', ...r.convert });
+  if (r.rl) refs.push({ path: 'rl', ...r.rl });
+  if (r.eval) refs.push({ path: 'eval', ...r.eval });
+  return refs;
+}
+
+/** Backends that only run on GPUs. */
+const GPU_BACKENDS = new Set(['megatron', 'slime', 'evalscope']);
+/** The launchers each backend can be started with. */
+const LAUNCHERS_OF: Record<string, readonly string[]> = {
+  megatron: ['torchrun', 'slurm', 'local'],
+  slime: ['ray'],
+  local: ['local'],
+};
+
+const somethingToDo: Check = (r) =>
+  stageRefs(r).length === 0 ? [error('(recipe)', 'no stages: add at least one of cpt, sft, convert, rl, eval')] : [];
+
+const pools: Check = (r) => {
+  const out: Issue[] = [];
+  const names = Object.keys(r.pools);
+  for (const s of stageRefs(r)) {
+    const pool = r.pools[s.pool];
+    if (!pool) {
+      out.push(error(`${s.path}.pool`, `no pool '${s.pool}' in pools${didYouMean(s.pool, names) || `; defined: ${names.join(', ') || 'none'}`}`));
+      continue;
+    }
+    if (s.nodes !== undefined && s.nodes > pool.nodes) {
+      out.push(error(`${s.path}.nodes`, `${s.nodes} nodes, but pool '${s.pool}' has ${pool.nodes}: lower it or grow pools.${s.pool}.nodes`));
+    }
+    if (s.gpusPerNode !== undefined && s.gpusPerNode > pool.gpusPerNode) {
+      out.push(error(`${s.path}.gpusPerNode`, `${s.gpusPerNode} GPUs per node, but pool '${s.pool}' has ${pool.gpusPerNode}`));
+    }
+    if (GPU_BACKENDS.has(s.backend) && (s.gpusPerNode ?? pool.gpusPerNode) === 0) {
+      out.push(error(`${s.path}.pool`, `the ${s.backend} backend needs GPUs, but pool '${s.pool}' has gpusPerNode 0`));
+    }
+    const allowed = LAUNCHERS_OF[s.backend];
+    if (allowed && !allowed.includes(pool.launcher)) {
+      out.push(error(`${s.path}.pool`, `the ${s.backend} backend cannot start on a '${pool.launcher}' pool: give it a pool with launcher ${allowed.join(' or ')}`));
+    }
+    const nodes = s.nodes ?? pool.nodes;
+    if (s.backend === 'megatron' && nodes > 1 && pool.launcher !== 'slurm') {
+      out.push(error(`${s.path}.nodes`, `${nodes} nodes need the same torchrun on every node; infir2 starts one command from the pool's head worker: use a pool with launcher: slurm (srun starts torchrun on each node)`));
+    }
+    if (s.backend === 'megatron' && nodes > 1 && pool.launcher === 'slurm' && pool.rdzvEndpoint.startsWith('localhost:')) {
+      out.push(error(`pools.${s.pool}.rdzvEndpoint`, `is ${pool.rdzvEndpoint}; a ${nodes}-node rendezvous needs the head node's host:port`));
+    }
+  }
+  return out;
+};
+
+const cptSchedule: Check = (r) => {
+  const c = r.cpt;
+  if (!c) return [];
+  const out: Issue[] = [];
+  const b = cptBoundaries(c);
+  if (c.warmupIters + c.decayIters >= c.iterations) {
+    out.push(error('cpt.decayIters', `warmupIters (${c.warmupIters}) + decayIters (${c.decayIters}) must be less than iterations (${c.iterations}) so that a stable phase remains`));
+    return out;
+  }
+  const phases = [
+    ...(b.warmupEnd > 0 ? [{ name: 'warmup', start: 0, end: b.warmupEnd }] : []),
+    { name: 'stable', start: b.warmupEnd, end: b.stableEnd },
+    { name: 'decay', start: b.stableEnd, end: b.end },
+  ];
+  for (const p of phases) {
+    if (p.end - p.start < c.saveInterval) {
+      out.push(warning('cpt.saveInterval', `${c.saveInterval} is longer than the ${p.name} phase (${p.end - p.start} iterations): it saves only at its end, so a crash restarts it from iteration ${p.start}`));
+    } else if (p.end % c.saveInterval !== 0 && p.name !== 'decay') {
+      out.push(warning('cpt.saveInterval', `${c.saveInterval} does not divide the ${p.name} boundary ${p.end}; the boundary checkpoint is still written (the phase exits there), but forks can only start from multiples of ${c.saveInterval}`));
+    }
+  }
+  if (c.seqLength > r.model.arch.maxContext) {
+    out.push(error('cpt.seqLength', `${c.seqLength} exceeds model.arch.maxContext (${r.model.arch.maxContext})`));
+  }
+  if (c.backend === 'megatron' && !r.model.base) {
+    out.push(warning('model.base', 'not set: CPT starts from random weights; set it to the base model as a torch_dist checkpoint root'));
+  }
+  if (c.backend === 'megatron' && c.profile) {
+    out.push(warning('cpt.profile', `on, as in the InfiR2 scripts: with logInterval ${c.logInterval} Megatron also writes a CUDA memory snapshot every iteration (docs §7); set cpt.profile: false unless you are profiling`));
+  }
+  if (c.backend === 'megatron' && c.data.match(/\.(bin|idx)$/)) {
+    out.push(error('cpt.data', `Megatron takes the indexed-dataset prefix: drop the .${c.data.slice(-3)} extension`));
+  }
+  if (c.backend === 'local' && !c.data.endsWith('.jsonl')) {
+    out.push(error('cpt.data', 'the local trainer reads a .jsonl file of {"text": ...} rows'));
+  }
+  return out;
+};
+
+/** Megatron's data-parallel arithmetic: TP×PP×CP divides the GPUs, and DP×micro-batch divides the global batch. */
+const parallelism: Check = (r) => {
+  const out: Issue[] = [];
+  const check = (path: string, backend: string, poolName: string, nodes: number | undefined, gpus: number | undefined, p: { tensor: number; pipeline: number; context: number }, gbs?: number, mbs?: number) => {
+    const pool = r.pools[poolName];
+    if (!pool || backend === 'local') return;
+    const world = (nodes ?? pool.nodes) * (gpus ?? pool.gpusPerNode);
+    const mp = p.tensor * p.pipeline * p.context;
+    if (world === 0) return;
+    if (world % mp !== 0) {
+      out.push(error(`${path}.parallel`, `tensor × pipeline × context = ${mp} does not divide the ${world} GPUs of this stage`));
+      return;
+    }
+    const dp = world / mp;
+    if (gbs !== undefined && mbs !== undefined && gbs % (dp * mbs) !== 0) {
+      out.push(error(`${path}.globalBatchSize`, `${gbs} is not a multiple of data-parallel size (${dp}) × microBatchSize (${mbs})`));
+    }
+  };
+  if (r.cpt) check('cpt', r.cpt.backend, r.cpt.pool, r.cpt.nodes, r.cpt.gpusPerNode, r.cpt.parallel, r.cpt.globalBatchSize, r.cpt.microBatchSize);
+  (r.sft ?? []).forEach((s, i) => check(`sft.${i}`, s.backend, s.pool, s.nodes, s.gpusPerNode, s.parallel));
+  if (r.rl) check('rl', r.rl.backend, r.rl.pool, r.rl.nodes, r.rl.gpusPerNode, r.rl.parallel);
+  return out;
+};
+
+/** Flags whose value infir2 manages (the checkpoint lineage), and flags that break resuming. */
+const MANAGED = ['--load', '--save', '--ref-load', '--ckpt-step', '--pretrained-checkpoint', '--start-rollout-id', '--exit-interval', '--train-iters', '--hf-checkpoint'];
+const RESETS = ['--no-load-optim', '--no-load-rng', '--finetune'];
+
+const extraArgs: Check = (r) => {
+  const out: Issue[] = [];
+  for (const s of stageRefs(r)) {
+    s.extraArgs.forEach((arg, j) => {
+      const flag = arg.split('=')[0]!;
+      const at = `${s.path}.extraArgs.${j}`;
+      if (RESETS.includes(flag) && s.path !== 'eval' && s.path !== 'convert') {
+        out.push(error(at, `${flag} drops the optimizer/scheduler (or RNG) state every time the stage resumes, so a crash replays warmup and resets Adam (the InfiR2 scripts' defect, docs §3.2): remove it; infir2 resumes with the full state`));
+      } else if (MANAGED.includes(flag) && (s.path === 'cpt' || s.path.startsWith('sft') || s.path === 'rl')) {
+        out.push(error(at, `${flag} is set by infir2 to keep one checkpoint lineage across phases and resumes; remove it (pick a decay start with \`infir2 fork --from-iteration N\`, initial weights with refLoad)`));
+      } else if ((flag === '--rdzv-endpoint' || flag === '--rdzv_endpoint') && s.backend === 'slime') {
+        out.push(error(at, `${flag} is not a slime argument (slime rejects unknown arguments, docs §7); Ray places the processes`));
+      }
+    });
+  }
+  return out;
+};
+
+const ITER_DIR = /(^|\/)(iter_\d{7}|release)\/?$/;
+
+const checkpointRoots: Check = (r) => {
+  const out: Issue[] = [];
+  const roots: [string, string | undefined][] = [
+    ['model.base', r.model.base],
+    ...(r.sft ?? []).map((s, i) => [`sft.${i}.refLoad`, s.refLoad] as [string, string | undefined]),
+    ['rl.refLoad', r.rl?.refLoad],
+  ];
+  for (const [path, dir] of roots) {
+    if (dir && ITER_DIR.test(dir)) {
+      out.push(error(path, `${dir} is an iteration directory: Megatron looks for latest_checkpointed_iteration.txt inside it, finds none and trains from random init (docs §3.3); give the checkpoint root above it`));
+    }
+  }
+  return out;
+};
+
+const SHAPE_KEYS: (keyof Arch)[] = ['numLayers', 'hiddenSize', 'ffnHiddenSize', 'numAttentionHeads', 'numQueryGroups', 'tieEmbeddings'];
+
+/** The weights SFT/RL load were trained with `model.arch`; a stage's model arguments must agree with it. */
+const archConsistency: Check = (r) => {
+  const out: Issue[] = [];
+  const base = r.model.arch;
+  const stages: [string, Partial<Arch> | undefined][] = [...(r.sft ?? []).map((s, i) => [`sft.${i}.arch`, s.arch] as [string, Partial<Arch> | undefined]), ['rl.arch', r.rl?.arch]];
+  for (const [path, arch] of stages) {
+    if (!arch) continue;
+    if (arch.rotaryBase !== undefined && arch.rotaryBase !== base.rotaryBase) {
+      out.push(error(`${path}.rotaryBase`, `${arch.rotaryBase} differs from model.arch.rotaryBase ${base.rotaryBase}, the RoPE base the weights were trained with; slime asserts rope_theta == rotary_base against the HF config, or RoPE silently changes (docs §7): use ${base.rotaryBase}`));
+    }
+    if (arch.vocabSize !== undefined && arch.vocabSize !== base.vocabSize) {
+      out.push(warning(`${path}.vocabSize`, `${arch.vocabSize} differs from model.arch.vocabSize ${base.vocabSize}: Megatron pads the tokenizer's size and ignores --vocab-size with HuggingFaceTokenizer (docs §7); check the embedding shapes of the checkpoint this stage loads`));
+    }
+    if (arch.maxContext !== undefined && arch.maxContext > base.maxContext) {
+      out.push(warning(`${path}.maxContext`, `${arch.maxContext} is beyond model.arch.maxContext ${base.maxContext}`));
+    }
+    for (const k of SHAPE_KEYS) {
+      if (arch[k] !== undefined && arch[k] !== base[k]) {
+        out.push(error(`${path}.${k}`, `${String(arch[k])} differs from model.arch.${k} ${String(base[k])}: the checkpoint would not load`));
+      }
+    }
+  }
+  return out;
+};
+
+const dataFiles: Check = (r) => {
+  const out: Issue[] = [];
+  const files: [string, string | undefined, string][] = [
+    ...(r.sft ?? []).map((s, i) => [`sft.${i}.data`, s.data, s.backend] as [string, string, string]),
+    ['rl.data', r.rl?.data, r.rl?.backend ?? ''],
+    ['rl.evalData', r.rl?.evalData, r.rl?.backend ?? ''],
+  ];
+  for (const [path, file, backend] of files) {
+    if (!file) continue;
+    if (backend === 'slime' && !/\.(jsonl|parquet)$/.test(file)) {
+      out.push(error(path, `slime reads only a .jsonl or .parquet file here (a directory raises ValueError, docs §2.2): point it at the file itself`));
+    } else if (backend === 'local' && !file.endsWith('.jsonl')) {
+      out.push(error(path, 'the local trainer reads a .jsonl file'));
+    }
+  }
+  if (r.eval?.backend === 'local') {
+    for (const [b, bench] of Object.entries(r.eval.benchmarks)) {
+      if (!bench.data) out.push(error(`eval.benchmarks.${b}.data`, 'required by the local backend: the eval_<name>.jsonl file to score'));
+    }
+  }
+  return out;
+};
+
+/** Generation lengths beyond the model's context are rejected by SGLang after hours of setup. */
+const lengths: Check = (r) => {
+  const out: Issue[] = [];
+  const ctx = r.model.arch.maxContext;
+  const over = (path: string, n: number | undefined) => {
+    if (n !== undefined && n > ctx) out.push(error(path, `${n} exceeds the model's context (model.arch.maxContext = ${ctx})`));
+  };
+  r.rl?.curriculum.forEach((c, i) => over(`rl.curriculum.${i}.maxResponseLen`, c.maxResponseLen));
+  over('rl.evalMaxResponseLen', r.rl?.evalMaxResponseLen);
+  for (const [b, bench] of Object.entries(r.eval?.benchmarks ?? {})) over(`eval.benchmarks.${b}.maxTokens`, bench.maxTokens);
+  return out;
+};
+
+export const fp8Enabled = (r: Recipe) => r.convert !== undefined && (r.convert.fp8.enabled ?? r.precision === 'fp8');
+
+const exports: Check = (r) => {
+  const out: Issue[] = [];
+  const c = r.convert;
+  if (c && fp8Enabled(r)) {
+    if (c.fp8.fmt === null) {
+      const rlReads = r.rl && r.rl.backend === 'slime' && !r.rl.hfCheckpoint;
+      const msg = `the FP8 config would have no quantization_config.fmt; slime asserts fmt == "e4m3" when it loads it (KeyError: 'fmt', docs §4.2): set convert.fp8.fmt: e4m3`;
+      out.push(rlReads ? error('convert.fp8.fmt', msg) : warning('convert.fp8.fmt', msg));
+    }
+    if (c.backend === 'convert' && c.fp8.blockSize !== 128) {
+      out.push(error('convert.fp8.blockSize', `InfiR2's bf16_cast_fp8.py quantises 128×128 blocks only; use 128 (or the local backend)`));
+    }
+  }
+  const training = [r.cpt?.backend, ...(r.sft ?? []).map((s) => s.backend), r.rl?.backend];
+  if (r.fp8BlockSize !== 128 && training.some((b) => b === 'megatron' || b === 'slime')) {
+    out.push(warning('fp8BlockSize', `${r.fp8BlockSize} applies to the local trainer only; TransformerEngine's blockwise recipe uses 128`));
+  }
+  const models = r.eval?.models ?? [];
+  const seen = new Set<string>();
+  models.forEach((m, i) => {
+    const at = `eval.models.${i}`;
+    if (seen.has(m)) out.push(error(at, `'${m}' is listed twice`));
+    seen.add(m);
+    if (m === 'base' && !r.model.hf) out.push(error(at, "'base' evaluates model.hf, which is not set"));
+    if ((m === 'hf' || m === 'rl') && !r.convert) out.push(error(at, `'${m}' needs a convert stage to export an HF model`));
+    if (m === 'fp8' && !fp8Enabled(r)) out.push(error(at, "'fp8' needs convert.fp8 enabled (precision fp8 or convert.fp8.enabled: true)"));
+    if (m === 'rl' && !r.rl) out.push(error(at, "'rl' needs an rl stage"));
+  });
+  return out;
+};
+
+/** Every stage needs something to start from. */
+const inputs: Check = (r) => {
+  const out: Issue[] = [];
+  const hasTorchDist = !!r.cpt || !!r.model.base;
+  (r.sft ?? []).forEach((s, i) => {
+    if (i === 0 && !s.refLoad && !hasTorchDist) {
+      out.push(error('sft.0.refLoad', 'nothing to start from: add a cpt stage, set model.base (a torch_dist checkpoint root) or sft.0.refLoad'));
+    }
+    if (s.backend === 'slime' && !s.hfCheckpoint && !r.model.hf) out.push(error(`sft.${i}.hfCheckpoint`, 'required by slime (config and tokenizer): set it or model.hf'));
+    if (s.samples === undefined) {
+      out.push(error(`sft.${i}.samples`, `required: the number of rows in ${s.data} (the step count depends on it); it is counted automatically when the file is a local .jsonl`));
+    } else if (sftSteps(s) === 0) {
+      out.push(error(`sft.${i}.samples`, `${s.samples} rows make no full batch of ${s.backend === 'slime' ? s.rolloutBatchSize : s.globalBatchSize}: the stage would train 0 steps`));
+    }
+  });
+  if (r.convert && !r.cpt && !(r.sft?.length)) out.push(error('convert', 'nothing to export: convert turns the last SFT (or CPT) checkpoint into an HF model; add that stage'));
+  if (r.convert?.backend === 'convert' && !r.model.hf) out.push(error('model.hf', "required by the HF export (`--origin-hf-dir`: config and tokenizer files)"));
+  if (r.cpt?.backend === 'megatron' && !r.model.tokenizer && !r.model.hf) out.push(error('model.tokenizer', 'required by Megatron (`--tokenizer-model`): set it or model.hf'));
+  if (r.rl) {
+    if (!r.rl.refLoad && !hasTorchDist && !r.sft?.length) out.push(error('rl.refLoad', 'nothing to start from: add an sft or cpt stage, set model.base or rl.refLoad'));
+    if (r.rl.backend === 'slime' && !r.rl.hfCheckpoint && !r.convert && !r.model.hf) out.push(error('rl.hfCheckpoint', 'required: set it, model.hf, or add a convert stage'));
+    if (r.rl.backend === 'local' && !r.rl.hfCheckpoint && !r.convert) out.push(error('rl.hfCheckpoint', 'the local trainer needs an HF export to sample from: add a convert stage or set it'));
+  }
+  return out;
+};
+
+/** slime saves RL checkpoints only every saveInterval rollouts: the last one must fall on it. */
+const rlSaves: Check = (r) => {
+  const rl = r.rl;
+  if (!rl) return [];
+  const out: Issue[] = [];
+  if (rl.backend === 'slime') {
+    rl.curriculum.forEach((c, i) => {
+      if (c.rollouts % rl.saveInterval !== 0) {
+        out.push(error(`rl.curriculum.${i}.rollouts`, `${c.rollouts} is not a multiple of rl.saveInterval (${rl.saveInterval}): slime would not save the last rollout, so the stage could never be verified complete`));
+      }
+    });
+    if ((rl.rolloutBatchSize * rl.samplesPerPrompt) % rl.globalBatchSize !== 0) {
+      out.push(warning('rl.globalBatchSize', `rolloutBatchSize × samplesPerPrompt (${rl.rolloutBatchSize * rl.samplesPerPrompt}) is not a multiple of ${rl.globalBatchSize}: some samples of each rollout are not trained on`));
+    }
+  }
+  return out;
+};
+
+/** Paths still holding the InfiR2 scripts' placeholders. */
+const placeholders: Check = (r) => {
+  const found: string[] = [];
+  const walk = (v: unknown, path: string) => {
+    if (typeof v === 'string') {
+      if (v.includes('/path/to/') || v.startsWith('/your_')) found.push(path);
+    } else if (Array.isArray(v)) v.forEach((x, i) => walk(x, `${path}.${i}`));
+    else if (v && typeof v === 'object') for (const [k, x] of Object.entries(v)) if (k !== 'description') walk(x, path ? `${path}.${k}` : k);
+  };
+  walk(r, '');
+  return found.length ? [warning('(recipe)', `still the InfiR2 scripts' placeholder paths: ${found.join(', ')}`)] : [];
+};
+
+const CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders];
+
+/** Every problem found; errors first, then warnings, each in recipe order. */
+export function lintRecipe(r: Recipe): Issue[] {
+  const issues = CHECKS.flatMap((check) => check(r));
+  return [...issues.filter((i) => i.level === 'error'), ...issues.filter((i) => i.level === 'warning')];
+}
