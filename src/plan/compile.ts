@@ -238,7 +238,7 @@ class Compiler {
             inDir: hf.dir,
             outDir: fp8.dir,
             pow2Scales: c.fp8.pow2Scales,
-            fmt: c.fp8.fmt,
+            fmt: c.fp8.fmt === 'none' ? null : c.fp8.fmt,
             blockSize: c.fp8.blockSize,
           })
         : local.fp8CastStep(this.localCtx('convert.fp8', c.env), hf.dir, fp8.dir, c.fp8.blockSize, c.fp8.pow2Scales);

@@ -246,7 +246,7 @@ const exports: Check = (r) => {
   const out: Issue[] = [];
   const c = r.convert;
   if (c && fp8Enabled(r)) {
-    if (c.fp8.fmt === null) {
+    if (c.fp8.fmt === 'none') {
       const rlReads = r.rl && r.rl.backend === 'slime' && !r.rl.hfCheckpoint;
       const msg = `the FP8 config would have no quantization_config.fmt; slime asserts fmt == "e4m3" when it loads it (KeyError: 'fmt', docs §4.2): set convert.fp8.fmt: e4m3`;
       out.push(rlReads ? error('convert.fp8.fmt', msg) : warning('convert.fp8.fmt', msg));

@@ -109,7 +109,12 @@ export function parseYaml(bytes: Buffer, name: string): Raw {
     throw new RecipeError(
       doc.errors.map((e) => {
         const pos = e.linePos?.[0];
-        const msg = e.code === 'DUPLICATE_KEY' ? 'duplicate key: each key may appear once in a mapping' : e.message.split('\n')[0]!;
+        const msg =
+          e.code === 'DUPLICATE_KEY'
+            ? 'duplicate key: each key may appear once in a mapping'
+            : e.code === 'MULTIPLE_DOCS'
+              ? 'a recipe is a single YAML document: remove the second `---`'
+              : e.message.split('\n')[0]!;
         return error(pos ? `${name}:${pos.line}:${pos.col}` : name, msg.replace(/ at line \d+, column \d+:?$/, ''));
       }),
     );

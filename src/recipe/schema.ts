@@ -276,8 +276,8 @@ const convert = z.strictObject({
       blockSize: count().default(128),
       /** Round scales up to powers of two (UE8M0-representable), as InfiR2's `bf16_cast_fp8.py` does. */
       pow2Scales: z.boolean().default(true),
-      /** `quantization_config.fmt` written into the FP8 config (slime asserts it); null: leave it out. */
-      fmt: z.enum(['e4m3']).nullable().default('e4m3'),
+      /** `quantization_config.fmt` written into the FP8 config (slime asserts it); `none`: the tool's config as is. */
+      fmt: z.enum(['e4m3', 'none']).default('e4m3'),
     })
     .prefault({}),
 });
