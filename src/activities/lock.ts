@@ -1,0 +1,135 @@
+/**
+ * An exclusive lock on a checkpoint directory, so two trainers never write into one.
+ *
+ * The lock file records who holds it: host, the supervising worker's pid, and the trainer's process group and
+ * start time. A new attempt on the same host that finds the lock held by a live trainer (a zombie attempt left
+ * by a worker that died) terminates that trainer before taking over: that is the guarantee that an earlier
+ * attempt's process is gone before a new one starts. A lock held from another host is taken over only when its
+ * lease (refreshed while the holder is alive) has expired.
+ */
+import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import { groupAlive, processStartTicks, terminateGroup } from './process-group.js';
+
+export const LOCK_FILE = '.infir2.lock';
+/** A lock from another host whose lease was not refreshed for this long is stale. */
+export const LOCK_LEASE_MS = 120_000;
+
+export interface LockInfo {
+  host: string;
+  workerPid: number;
+  /** The trainer's process group (its leader's pid), once launched. */
+  pgid: number | null;
+  /** The leader's start time, to tell it from a reused pid. */
+  startTicks: number | null;
+  owner: string;
+  since: string;
+}
+
+export class LockBusyError extends Error {}
+
+export class DirLock {
+  private constructor(
+    readonly file: string,
+    private info: LockInfo,
+  ) {}
+
+  /** Take the lock on `dir`, clearing out a dead or zombie holder. `onTakeover` hears about what was found. */
+  static async acquire(dir: string, owner: string, onTakeover?: (msg: string) => void, killGraceMs?: number): Promise<DirLock> {
+    const file = join(dir, LOCK_FILE);
+    const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString() };
+    for (let tries = 0; tries < 5; tries++) {
+      try {
+        const fd = openSync(file, 'wx');
+        writeSync(fd, JSON.stringify(info));
+        closeSync(fd);
+        return new DirLock(file, info);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      }
+      const held = readLock(file);
+      if (held) {
+        if (held.host === info.host) {
+          if (held.pgid !== null && trainerAlive(held)) {
+            onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, process group ${held.pgid})`);
+            await terminateGroup(held.pgid, killGraceMs);
+          } else if (held.pgid === null && held.workerPid !== process.pid && pidAlive(held.workerPid)) {
+            throw new LockBusyError(`${dir} is locked by worker pid ${held.workerPid} (${held.owner}), which is still launching it`);
+          }
+        } else if (Date.now() - mtimeMs(file) < LOCK_LEASE_MS) {
+          throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
+        }
+        onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
+      }
+      // Stale: remove and race for a fresh create; only one contender's `wx` open can win.
+      try {
+        unlinkSync(file);
+      } catch {
+        /* someone else removed it first */
+      }
+    }
+    throw new LockBusyError(`could not lock ${dir}`);
+  }
+
+  /** Record the trainer's process group, so that a later attempt can find and stop it. */
+  setTrainer(pgid: number): void {
+    this.info = { ...this.info, pgid, startTicks: processStartTicks(pgid) };
+    const tmp = `${this.file}.tmp-${process.pid}`;
+    writeFileSync(tmp, JSON.stringify(this.info));
+    renameSync(tmp, this.file);
+  }
+
+  /** Refresh the lease (the file's mtime). */
+  touch(): void {
+    const now = new Date();
+    try {
+      utimesSync(this.file, now, now);
+    } catch {
+      /* the lock was taken over: the next release is a no-op */
+    }
+  }
+
+  release(): void {
+    const held = readLock(this.file);
+    if (held && held.host === this.info.host && held.workerPid === this.info.workerPid && held.since === this.info.since) {
+      try {
+        unlinkSync(this.file);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+}
+
+function readLock(file: string): LockInfo | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as LockInfo;
+  } catch {
+    return null;
+  }
+}
+
+function mtimeMs(file: string): number {
+  try {
+    return statSync(file).mtimeMs;
+  } catch {
+    return 0;
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function trainerAlive(held: LockInfo): boolean {
+  if (held.pgid === null || !groupAlive(held.pgid)) return false;
+  // The leader may be gone while its children live on; if it is there, it must be the same process.
+  const ticks = processStartTicks(held.pgid);
+  return ticks === null || held.startTicks === null || ticks === held.startTicks;
+}

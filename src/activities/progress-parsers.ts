@@ -1,0 +1,111 @@
+/**
+ * Turn a trainer's output lines into progress. Pure functions, one per log format:
+ * Megatron's `training_log` (also what the local trainer prints), slime's `step k: {...}` dicts, evalscope's
+ * progress. Formats: docs/infir2-recipe.md §3.5.
+ */
+import type { ProgressFormat } from '../plan/types.js';
+
+export interface ProgressEvent {
+  iteration?: number;
+  totalIterations?: number;
+  loss?: number;
+  throughput?: number;
+  throughputUnit?: string;
+  /** A checkpoint at this iteration was reported saved. */
+  checkpointSaved?: number;
+  /** The trainer said it is exiting after SIGTERM (Megatron's signal handler). */
+  exitingOnSigterm?: boolean;
+}
+
+export type LineParser = (line: string) => ProgressEvent | null;
+
+const NUM = '([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+]?\\d+)?|nan|inf)';
+const MEGATRON_ITER = /iteration\s+(\d+)\/\s*(\d+)\s*\|/;
+const MEGATRON_LOSS = new RegExp(`\\|\\s*lm loss:\\s*${NUM}\\s*\\|`);
+const MEGATRON_TFLOPS = new RegExp(`throughput per GPU \\(TFLOP/s/GPU\\):\\s*${NUM}`);
+const MEGATRON_MS = new RegExp(`elapsed time per iteration \\(ms\\):\\s*${NUM}`);
+const MEGATRON_SAVED = /successfully saved checkpoint (?:from|at) iteration\s+(\d+)/;
+const MEGATRON_SIGTERM = /exiting program after receiving SIGTERM/;
+
+function num(s: string | undefined): number | undefined {
+  if (s === undefined) return undefined;
+  const v = Number(s);
+  return Number.isFinite(v) ? v : undefined;
+}
+
+export const parseMegatronLine: LineParser = (line) => {
+  const saved = MEGATRON_SAVED.exec(line);
+  if (saved) return { checkpointSaved: Number(saved[1]) };
+  if (MEGATRON_SIGTERM.test(line)) return { exitingOnSigterm: true };
+  const it = MEGATRON_ITER.exec(line);
+  if (!it) return null;
+  const ev: ProgressEvent = { iteration: Number(it[1]), totalIterations: Number(it[2]) };
+  const loss = num(MEGATRON_LOSS.exec(line)?.[1]);
+  if (loss !== undefined) ev.loss = loss;
+  const tflops = num(MEGATRON_TFLOPS.exec(line)?.[1]);
+  const ms = num(MEGATRON_MS.exec(line)?.[1]);
+  if (tflops !== undefined) {
+    ev.throughput = tflops;
+    ev.throughputUnit = 'TFLOP/s/GPU';
+  } else if (ms !== undefined && ms > 0) {
+    ev.throughput = 1000 / ms;
+    ev.throughputUnit = 'it/s';
+  }
+  return ev;
+};
+
+// slime prints Python dict reprs: `step 12: {'train/loss': 0.53, ...}`, `rollout 3: {...}`, and Megatron's
+// checkpoint lines from the actor; Ray prefixes lines with `(ActorName pid=123) `.
+const SLIME_STEP = /\bstep (\d+):\s*\{(.*)\}\s*$/;
+const SLIME_ROLLOUT = /\b(?:rollout|perf) (\d+):\s*\{(.*)\}\s*$/;
+
+function dictValue(body: string, key: string): number | undefined {
+  const m = new RegExp(`'${key.replace(/[/]/g, '\\/')}':\\s*(?:np\\.float64\\()?${NUM}`).exec(body);
+  return num(m?.[1]);
+}
+
+export function slimeParser(stepsPerIteration = 1): LineParser {
+  return (line) => {
+    const saved = MEGATRON_SAVED.exec(line);
+    if (saved) return { checkpointSaved: Number(saved[1]) };
+    const step = SLIME_STEP.exec(line);
+    if (step) {
+      const ev: ProgressEvent = { iteration: Math.floor(Number(step[1]) / stepsPerIteration) };
+      const loss = dictValue(step[2] ?? '', 'train/loss');
+      if (loss !== undefined) ev.loss = loss;
+      return ev;
+    }
+    const roll = SLIME_ROLLOUT.exec(line);
+    if (roll) {
+      const ev: ProgressEvent = { iteration: Number(roll[1]) + 1 };
+      const tps = dictValue(roll[2] ?? '', 'perf/tokens_per_gpu_per_sec');
+      if (tps !== undefined) {
+        ev.throughput = tps;
+        ev.throughputUnit = 'tokens/s/GPU';
+      }
+      return ev;
+    }
+    return null;
+  };
+}
+
+// evalscope/tqdm: `Predicting(aime24):  45%|████▌     | 432/960 [..]`
+const TQDM = /(\d+)\/(\d+) \[/;
+export const parseEvalscopeLine: LineParser = (line) => {
+  const m = TQDM.exec(line);
+  if (!m) return null;
+  return { iteration: Number(m[1]), totalIterations: Number(m[2]) };
+};
+
+export function parserFor(format: ProgressFormat): LineParser {
+  switch (format) {
+    case 'megatron':
+      return parseMegatronLine;
+    case 'slime':
+      return slimeParser();
+    case 'evalscope':
+      return parseEvalscopeLine;
+    case 'none':
+      return () => null;
+  }
+}

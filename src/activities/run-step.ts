@@ -1,0 +1,325 @@
+/**
+ * runStep: supervise one attempt of one plan step.
+ *
+ * - argv without a shell, in its own process group, output teed to `<run>/logs/<step>.log`;
+ * - resume: the step's checkpoint dir is inspected first; partial saves are moved aside and the step's resume
+ *   argv is used with the newest complete iteration; a step whose final checkpoint is already complete is not run;
+ * - progress lines become heartbeat details; a process that makes no progress for the stall timeout is killed
+ *   and the attempt fails as a hang;
+ * - heartbeats also go out on a short keep-alive, so that a dead worker is noticed within the heartbeat
+ *   timeout and a cancellation reaches the trainer within seconds even while it is loading or saving;
+ * - an exclusive lock on the checkpoint dir, which also stops a zombie trainer left by an earlier attempt;
+ * - SIGTERM (then SIGKILL) to the whole group on cancellation, worker shutdown, stall and every other exit path.
+ */
+import { Context, activityInfo, cancellationDetails, getClient } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { execa } from 'execa';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, type WriteStream } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { PlanStep } from '../plan/types.js';
+import { progressSignal, type Progress, type StepResult } from '../workflows/definitions.js';
+import { inspectCheckpointDir, quarantinePartials, type CheckpointInspection } from './checkpoints.js';
+import { classifyExit } from './classify.js';
+import type { GpuSlots } from './gpu-slots.js';
+import { DirLock } from './lock.js';
+import { terminateGroup } from './process-group.js';
+import { parserFor } from './progress-parsers.js';
+
+export interface RunStepInput {
+  recipe: string;
+  runId: string;
+  runDir: string;
+  step: PlanStep;
+  /** 1-based attempt number within the step (the workflow counts them). */
+  attempt: number;
+}
+
+export interface SupervisorOptions {
+  gpus: GpuSlots;
+  /** Time a trainer gets to save and exit after SIGTERM. */
+  killGraceMs: number;
+  /** Heartbeat at least this often while the process lives (worker liveness, cancellation delivery). */
+  keepAliveMs: number;
+}
+
+const TAIL_LINES = 60;
+
+export function logFile(runDir: string, stepId: string): string {
+  return join(runDir, 'logs', `${stepId}.log`);
+}
+
+export function resultFile(runDir: string, stepId: string): string {
+  return join(runDir, 'results', `${stepId}.json`);
+}
+
+/** Substitute the resume placeholders. */
+export function resumeArgv(argv: string[], iteration: number): string[] {
+  return argv.map((a) => a.replaceAll('{iteration}', String(iteration)).replaceAll('{nextIteration}', String(iteration + 1)));
+}
+
+/** Is the step's completion criterion met on disk? */
+export function completionMet(step: PlanStep, insp?: CheckpointInspection | null): boolean {
+  const c = step.completion;
+  if (c.kind === 'checkpoint') {
+    const i = insp && insp.dir === c.dir ? insp : inspectCheckpointDir(c.dir);
+    return i.latestComplete !== null && i.latestComplete >= c.iteration;
+  }
+  return c.paths.every((p) => existsSync(p) && (statSync(p).isDirectory() || statSync(p).size > 0));
+}
+
+/** Numeric top-level fields of the JSON files among a step's outputs (e.g. an eval report's accuracy). */
+export function readMetrics(step: PlanStep): Record<string, number> {
+  const metrics: Record<string, number> = {};
+  const paths = step.completion.kind === 'files' ? step.completion.paths : [];
+  for (const p of paths.filter((x) => x.endsWith('.json'))) {
+    try {
+      const data = JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
+      for (const [k, v] of Object.entries(data)) if (typeof v === 'number' && Number.isFinite(v)) metrics[k] = v;
+    } catch {
+      /* not a JSON object: no metrics */
+    }
+  }
+  return metrics;
+}
+
+function failure(step: PlanStep, cls: string, reason: string, progress: Progress): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: cls,
+    message: `${step.id}: ${cls}: ${reason}`,
+    nonRetryable: cls === 'config',
+    details: [progress],
+  });
+}
+
+export function createRunStep(opts: SupervisorOptions) {
+  return async function runStep(input: RunStepInput): Promise<StepResult> {
+    const { step, runDir, attempt } = input;
+    const ctx = Context.current();
+    const info = activityInfo();
+    const started = Date.now();
+    const progress: Progress = {
+      iteration: null,
+      totalIterations: step.progress.totalIterations,
+      loss: null,
+      throughput: null,
+      throughputUnit: null,
+      lastCheckpoint: null,
+      resumedFrom: null,
+      attempt,
+      pid: null,
+      updatedAt: new Date().toISOString(),
+    };
+
+    mkdirSync(step.command.cwd, { recursive: true });
+    mkdirSync(dirname(logFile(runDir, step.id)), { recursive: true });
+    const log = createWriteStream(logFile(runDir, step.id), { flags: 'a' });
+    const note = (msg: string) => log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`);
+
+    const missing = Object.entries(step.inputs).filter(([, p]) => !existsSync(p));
+    if (missing.length) {
+      const what = missing.map(([role, p]) => `input '${role}' not found: ${p}`).join('; ');
+      note(`attempt ${attempt} not started: ${what}`);
+      await closeStream(log);
+      throw failure(step, 'config', what, progress);
+    }
+
+    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
+    mkdirSync(lockDir, { recursive: true });
+    const lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, note, opts.killGraceMs);
+    let gpuIds: string[] = [];
+    try {
+      // Resume point: the newest complete checkpoint; partial saves are moved aside first.
+      const insp = step.checkpoint ? inspectCheckpointDir(step.checkpoint.dir) : null;
+      if (insp) {
+        for (const moved of quarantinePartials(insp, `${Date.now()}`)) note(`moved a partial checkpoint aside: ${moved}`);
+        progress.lastCheckpoint = insp.latestComplete;
+      }
+      if (step.completion.kind === 'checkpoint' && completionMet(step, insp)) {
+        note(`attempt ${attempt}: final checkpoint ${step.completion.iteration} is already complete; nothing to run`);
+        progress.iteration = step.completion.iteration;
+        return finish(step, input, progress, started);
+      }
+      const resumeFrom = step.resume && insp?.latestComplete != null ? insp.latestComplete : null;
+      progress.resumedFrom = resumeFrom;
+      const argv = resumeFrom !== null && step.resume ? resumeArgv(step.resume.argv, resumeFrom) : step.command.argv;
+
+      gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
+      const env: Record<string, string> = {
+        ...step.command.env,
+        PYTHONUNBUFFERED: '1',
+        INFIR2_RUN_ID: input.runId,
+        INFIR2_STEP_ID: step.id,
+        INFIR2_ATTEMPT: String(attempt),
+      };
+      if (step.gpus > 0) env.CUDA_VISIBLE_DEVICES = gpuIds.join(',');
+
+      note(`attempt ${attempt} ${resumeFrom !== null ? `resuming from iteration ${resumeFrom}` : 'starting fresh'}: ${argv.join(' ')}`);
+      const [file, ...args] = argv;
+      if (!file) throw failure(step, 'config', 'empty command', progress);
+      const child = execa(file, args, {
+        cwd: step.command.cwd,
+        env,
+        detached: true, // own process group: the whole tree is signalled together
+        cleanup: false,
+        stdin: 'ignore',
+        all: true,
+        buffer: false,
+        reject: false,
+        stripFinalNewline: false,
+      });
+      const pgid = child.pid;
+      if (pgid === undefined) {
+        const r = await child;
+        throw failure(step, 'config', `could not start ${file}: ${r.message ?? 'spawn failed'}`, progress);
+      }
+      lock.setTrainer(pgid);
+      progress.pid = pgid;
+      return await supervise(child, pgid, { step, input, progress, log, note, lock, opts, started, ctx });
+    } finally {
+      opts.gpus.release(gpuIds);
+      lock.release();
+      await closeStream(log);
+    }
+  };
+}
+
+interface SuperviseCtx {
+  step: PlanStep;
+  input: RunStepInput;
+  progress: Progress;
+  log: WriteStream;
+  note: (msg: string) => void;
+  lock: DirLock;
+  opts: SupervisorOptions;
+  started: number;
+  ctx: Context;
+}
+
+async function supervise(child: ReturnType<typeof execa>, pgid: number, s: SuperviseCtx): Promise<StepResult> {
+  const { step, progress, log, note, lock, opts, ctx } = s;
+  const parse = parserFor(step.progress.format);
+  const tail: string[] = [];
+  let partialLine = '';
+  let sawSigtermExit = false;
+  let stoppedBy: 'stall' | 'cancel' | 'shutdown' | 'timeout' | null = null;
+  let lastAdvance = Date.now();
+  let lastBeat = 0;
+  let stopping: Promise<unknown> | null = null;
+
+  const beat = () => {
+    progress.updatedAt = new Date().toISOString();
+    ctx.heartbeat({ ...progress });
+    lastBeat = Date.now();
+  };
+  const signalWorkflow = () => {
+    const wfId = activityInfo().workflowExecution?.workflowId;
+    if (!wfId) return;
+    // Best effort: progress signals are for people watching; losing one changes nothing.
+    getClient()
+      .workflow.getHandle(wfId)
+      .signal(progressSignal, { ...progress })
+      .catch(() => undefined);
+  };
+  const stop = (why: NonNullable<typeof stoppedBy>) => {
+    if (stopping) return;
+    stoppedBy = why;
+    note(`stopping the process group ${pgid}: ${why}`);
+    stopping = terminateGroup(pgid, opts.killGraceMs);
+  };
+
+  const onLine = (raw: string) => {
+    const line = raw.trimEnd();
+    if (!line) return;
+    tail.push(line);
+    if (tail.length > TAIL_LINES) tail.shift();
+    const ev = parse(line);
+    if (!ev) return;
+    if (ev.exitingOnSigterm) sawSigtermExit = true;
+    let advanced = false;
+    if (ev.iteration !== undefined && ev.iteration !== progress.iteration) {
+      progress.iteration = ev.iteration;
+      advanced = true;
+    }
+    if (ev.totalIterations !== undefined) progress.totalIterations = ev.totalIterations;
+    if (ev.loss !== undefined) progress.loss = ev.loss;
+    if (ev.throughput !== undefined) {
+      progress.throughput = ev.throughput;
+      progress.throughputUnit = ev.throughputUnit ?? null;
+    }
+    if (ev.checkpointSaved !== undefined) {
+      progress.lastCheckpoint = ev.checkpointSaved;
+      advanced = true;
+      signalWorkflow();
+    }
+    if (advanced) {
+      lastAdvance = Date.now();
+      beat();
+    }
+  };
+
+  child.all?.on('data', (chunk: Buffer) => {
+    log.write(chunk);
+    const parts = (partialLine + chunk.toString('utf8')).split(/\r\n|\r|\n/);
+    partialLine = parts.pop() ?? '';
+    parts.forEach(onLine);
+  });
+
+  beat();
+  signalWorkflow();
+  const onAbort = () => stop(cancellationDetails()?.workerShutdown ? 'shutdown' : 'cancel');
+  ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  const attemptDeadline = s.started + step.attemptTimeoutSec * 1000;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    if (now - lastAdvance > step.stallTimeoutSec * 1000) stop('stall');
+    else if (now > attemptDeadline) stop('timeout');
+    if (now - lastBeat >= opts.keepAliveMs) beat();
+    lock.touch();
+  }, 250);
+
+  let result: Awaited<typeof child>;
+  try {
+    result = await child;
+  } finally {
+    clearInterval(timer);
+    ctx.cancellationSignal.removeEventListener('abort', onAbort);
+  }
+  if (partialLine) onLine(partialLine);
+  // The leader is gone; nothing it started may outlive the attempt.
+  if (stopping) await stopping;
+  await terminateGroup(pgid, 2_000);
+  const exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
+  const signal = result.signal ?? null;
+  note(`attempt ${s.input.attempt} ended: ${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`}${stoppedBy ? ` (stopped: ${stoppedBy})` : ''}`);
+
+  if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
+  if (exitCode === 0 && !sawSigtermExit && completionMet(step)) {
+    return finish(step, s.input, progress, s.started);
+  }
+  const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail });
+  note(`attempt ${s.input.attempt} failed: ${cls}: ${reason}`);
+  throw failure(step, cls, reason, progress);
+}
+
+function finish(step: PlanStep, input: RunStepInput, progress: Progress, started: number): StepResult {
+  const result: StepResult = {
+    stepId: step.id,
+    outputs: step.outputs,
+    iteration: step.completion.kind === 'checkpoint' ? step.completion.iteration : progress.iteration,
+    loss: progress.loss,
+    metrics: readMetrics(step),
+    attempts: input.attempt,
+    resumedFrom: progress.resumedFrom,
+    durationSec: (Date.now() - started) / 1000,
+    finishedAt: new Date().toISOString(),
+  };
+  const file = resultFile(input.runDir, step.id);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(`${file}.tmp`, JSON.stringify(result, null, 2) + '\n');
+  renameSync(`${file}.tmp`, file);
+  return result;
+}
+
+function closeStream(s: WriteStream): Promise<void> {
+  return new Promise((resolve) => s.end(() => resolve()));
+}

@@ -1,0 +1,44 @@
+/** What `infir2 up` started, recorded in the state directory so that `down` and the other verbs find it. */
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stateDir } from '../util/paths.js';
+
+export interface EmbeddedState {
+  serverPid: number;
+  workerPid: number | null;
+  address: string;
+  uiUrl: string | null;
+  dbFile: string;
+  startedAt: string;
+}
+
+export function embeddedStateFile(): string {
+  return join(stateDir(), 'embedded.json');
+}
+
+export function readEmbedded(): EmbeddedState | null {
+  const f = embeddedStateFile();
+  if (!existsSync(f)) return null;
+  try {
+    return JSON.parse(readFileSync(f, 'utf8')) as EmbeddedState;
+  } catch {
+    return null;
+  }
+}
+
+export function writeEmbedded(s: EmbeddedState): void {
+  mkdirSync(stateDir(), { recursive: true });
+  const f = embeddedStateFile();
+  writeFileSync(`${f}.tmp`, JSON.stringify(s, null, 2));
+  renameSync(`${f}.tmp`, f);
+}
+
+export function clearEmbedded(): void {
+  rmSync(embeddedStateFile(), { force: true });
+}
+
+/** The Web UI link of a workflow, when the UI's address is known (embedded default or INFIR2_UI_URL). */
+export function workflowUrl(workflowId: string, namespace = 'default'): string | null {
+  const base = process.env.INFIR2_UI_URL ?? readEmbedded()?.uiUrl ?? null;
+  return base ? `${base.replace(/\/$/, '')}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}` : null;
+}

@@ -1,0 +1,85 @@
+/**
+ * `infir2 run <recipe> [--detach] [--run-id ID] [--set k=v]...`: compile the recipe, start its recipeRun,
+ * print the run id and Web UI link; without --detach, follow it live and exit 0 on success, 1 on failure.
+ */
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseVerbArgs, positionals } from './args.js';
+import { workflowUrl } from './embedded.js';
+import { UsageError } from './errors.js';
+import { follow } from './follow.js';
+import { loadPlan } from './recipe-input.js';
+import type { Plan } from '../plan/types.js';
+import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
+import { connectClient } from '../temporal/connection.js';
+
+const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
+const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** A sortable, readable default run id: 20261122-031502. */
+export function defaultRunId(now = new Date()): string {
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
+}
+
+export function planSummary(plan: Plan): string {
+  return `${plan.recipe} · ${plan.model} · ${plan.precision} · ${plan.steps.length} steps`;
+}
+
+export function planDetails(plan: Plan): string {
+  const rows = plan.steps.map((s) => `| ${s.id} | ${s.backend} | ${s.pool} | ${s.gpus} | ${s.dependsOn.join(', ')} |`);
+  return [`run dir: \`${plan.runDir}\``, '', '| step | backend | pool | GPUs | after |', '| --- | --- | --- | --- | --- |', ...rows].join('\n');
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('run', argv, {
+    detach: { type: 'boolean' },
+    'run-id': { type: 'string' },
+    set: { type: 'string', multiple: true },
+  }, USAGE);
+  const [recipeRef] = positionals('run', pos, ['recipe'], USAGE);
+  const runId = values['run-id'] ?? defaultRunId();
+  if (!RUN_ID.test(runId)) throw new UsageError(`--run-id: expected lowercase letters, digits and dashes (at most 63), got '${runId}'`);
+  const plan = await loadPlan(recipeRef!, { sets: values.set ?? [], runId });
+
+  const { client, connection } = await connectClient();
+  try {
+    const workflowId = runWorkflowId(plan.recipe, plan.runId);
+    if (existsSync(join(plan.runDir, 'plan.json'))) {
+      throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
+    }
+    mkdirSync(plan.runDir, { recursive: true });
+    const planFile = join(plan.runDir, 'plan.json');
+    writeFileSync(`${planFile}.tmp`, JSON.stringify(plan, null, 2) + '\n');
+    renameSync(`${planFile}.tmp`, planFile);
+    try {
+      await client.workflow.start('recipeRun', {
+        taskQueue: ORCHESTRATOR_TASK_QUEUE,
+        workflowId,
+        args: [plan, {}],
+        staticSummary: planSummary(plan),
+        staticDetails: planDetails(plan),
+        typedSearchAttributes: [
+          { key: SA.recipeName, value: plan.recipe },
+          { key: SA.precision, value: plan.precision },
+          { key: SA.runId, value: plan.runId },
+          { key: SA.stage, value: [] },
+        ],
+      });
+    } catch (err) {
+      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists; pick another --run-id`);
+      throw err;
+    }
+    process.stdout.write(`started ${workflowId}\n`);
+    const url = workflowUrl(workflowId);
+    if (url) process.stdout.write(`watch:   ${url}\n`);
+    if (values.detach) {
+      process.stdout.write(`status:  npx infir2 status ${workflowId}\n`);
+      return 0;
+    }
+    return await follow(client, workflowId);
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,42 @@
+/** Plain-text rendering of a run's status for the terminal. */
+import type { RunStatus, StepState } from '../workflows/definitions.js';
+
+function iterCell(s: StepState): string {
+  const p = s.progress;
+  if (p?.iteration != null) return `${p.iteration}/${p.totalIterations ?? '?'}`;
+  if (s.result?.iteration != null) return `${s.result.iteration}/${s.result.iteration}`;
+  return '-';
+}
+
+function num(x: number | null | undefined, digits = 4): string {
+  return x === null || x === undefined ? '-' : Number(x).toPrecision(digits);
+}
+
+export function stepCells(s: StepState): string[] {
+  const p = s.progress;
+  const ckpt = p?.lastCheckpoint ?? (s.result?.iteration ?? null);
+  const metrics = s.result?.metrics && Object.keys(s.result.metrics).length
+    ? Object.entries(s.result.metrics).map(([k, v]) => `${k}=${num(v, 3)}`).join(' ')
+    : '';
+  return [
+    s.id,
+    s.status,
+    iterCell(s),
+    num(p?.loss ?? s.result?.loss),
+    p?.throughput != null ? `${num(p.throughput, 3)} ${p.throughputUnit ?? ''}`.trim() : '-',
+    ckpt === null ? '-' : String(ckpt),
+    String(s.attempts),
+    s.lastFailure ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : metrics || '',
+  ];
+}
+
+export function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+export function renderStatusTable(workflowId: string, st: RunStatus): string {
+  const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}`;
+  const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'NOTES'], ...st.steps.map(stepCells)];
+  return `${head}\n\n${table(rows)}`;
+}

@@ -1,0 +1,21 @@
+/** `infir2 status <run> [--json]`: per-step status, iteration/total, loss, last complete checkpoint, attempts. */
+import { parseVerbArgs, positionals } from './args.js';
+import { renderStatusTable } from './status-view.js';
+import { connectClient } from '../temporal/connection.js';
+import { resolveRun, runStatus } from '../temporal/runs.js';
+
+const USAGE = 'infir2 status <run> [--json]';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('status', argv, { json: { type: 'boolean' } }, USAGE);
+  const [ref] = positionals('status', pos, ['run'], USAGE);
+  const { client, connection } = await connectClient();
+  try {
+    const r = await resolveRun(client, ref!);
+    const st = await runStatus(client, r);
+    process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st }, null, 2) + '\n' : renderStatusTable(r.workflowId, st) + '\n');
+    return 0;
+  } finally {
+    await connection.close();
+  }
+}

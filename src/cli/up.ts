@@ -1,0 +1,62 @@
+/**
+ * `infir2 up`: the embedded default — the Temporal dev server (SQLite in the state directory, Web UI) and a
+ * local worker serving the orchestrator queue and the given pools (default: `local`). Idempotent: what is
+ * already up is left alone.
+ */
+import { join } from 'node:path';
+import { parseVerbArgs, positionals } from './args.js';
+import { readEmbedded, writeEmbedded } from './embedded.js';
+import { UsageError } from './errors.js';
+import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
+import { groupAlive } from '../activities/process-group.js';
+import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
+
+const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('up', argv, {
+    port: { type: 'string' },
+    'ui-port': { type: 'string' },
+    pool: { type: 'string', multiple: true },
+    slots: { type: 'string' },
+    headless: { type: 'boolean' },
+  }, USAGE);
+  positionals('up', pos, [], USAGE);
+  const port = intFlag('port', values.port, 7233);
+  const uiPort = intFlag('ui-port', values['ui-port'], port + 1000);
+  const pools = values.pool?.length ? values.pool : ['local'];
+  const state = stateDir();
+
+  let current = readEmbedded();
+  if (current && groupAlive(current.serverPid)) {
+    process.stdout.write(`Temporal dev server already running (pid ${current.serverPid}) at ${current.address}\n`);
+  } else {
+    process.stdout.write(`starting the Temporal dev server (state in ${state}) ...\n`);
+    const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false });
+    current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
+    writeEmbedded(current);
+  }
+  await waitForServer(current.address);
+
+  if (current.workerPid && groupAlive(current.workerPid)) {
+    process.stdout.write(`local worker already running (pid ${current.workerPid})\n`);
+  } else {
+    const args = [join(projectRoot(), 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p])];
+    if (values.slots) args.push('--slots', values.slots);
+    const child = spawnDetached(process.execPath, args, join(state, 'worker.log'), { ...process.env, TEMPORAL_ADDRESS: current.address });
+    if (!child.pid) throw new Error('could not start the local worker');
+    current = { ...current, workerPid: child.pid };
+    writeEmbedded(current);
+    process.stdout.write(`local worker started (pid ${child.pid}; pools: ${pools.join(', ')}; log: ${join(state, 'worker.log')})\n`);
+  }
+  process.stdout.write(`Temporal: ${current.address}\n`);
+  if (current.uiUrl) process.stdout.write(`Web UI:   ${current.uiUrl}\n`);
+  return 0;
+}
+
+export function intFlag(name: string, raw: string | undefined, dflt: number): number {
+  if (raw === undefined) return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${name}: expected a positive integer, got '${raw}'`);
+  return n;
+}

@@ -1,0 +1,44 @@
+/**
+ * Connect to Temporal the way Temporal's own tools do: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+ * the TLS variables and the profile file (via @temporalio/envconfig). An unreachable server is an
+ * UnreachableError (exit 3, with the hint to run `infir2 up`).
+ */
+import { Client, Connection } from '@temporalio/client';
+import { loadClientConnectConfig } from '@temporalio/envconfig';
+import { NativeConnection } from '@temporalio/worker';
+import { UnreachableError } from '../cli/errors.js';
+
+export const DEFAULT_ADDRESS = 'localhost:7233';
+
+export function connectConfig() {
+  const cfg = loadClientConnectConfig();
+  const address = cfg.connectionOptions.address ?? process.env.TEMPORAL_ADDRESS ?? DEFAULT_ADDRESS;
+  return { ...cfg, connectionOptions: { ...cfg.connectionOptions, address }, namespace: cfg.namespace ?? 'default' };
+}
+
+/** Fail fast (seconds, not the SDK's long retry) when nothing listens. */
+const CONNECT_TIMEOUT_MS = 5_000;
+
+export async function connectClient(): Promise<{ client: Client; connection: Connection; namespace: string }> {
+  const cfg = connectConfig();
+  const address = cfg.connectionOptions.address;
+  try {
+    const connection = await Connection.connect({ ...cfg.connectionOptions, address, connectTimeout: CONNECT_TIMEOUT_MS });
+    // Connection.connect is lazy about the server; ask it something cheap to prove it is there.
+    await connection.workflowService.getSystemInfo({}, );
+    return { client: new Client({ connection, namespace: cfg.namespace }), connection, namespace: cfg.namespace };
+  } catch (err) {
+    throw new UnreachableError(address, err);
+  }
+}
+
+export async function connectWorker(): Promise<{ connection: NativeConnection; namespace: string }> {
+  const cfg = connectConfig();
+  const address = cfg.connectionOptions.address;
+  try {
+    const connection = await NativeConnection.connect({ ...cfg.connectionOptions, address });
+    return { connection, namespace: cfg.namespace };
+  } catch (err) {
+    throw new UnreachableError(address, err);
+  }
+}

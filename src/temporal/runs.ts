@@ -1,0 +1,73 @@
+/**
+ * Client-side view of runs: find a run by workflow id or run id, read its status (the workflow's query, with
+ * live progress merged from the running steps' heartbeat details), start and cancel.
+ */
+import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { UsageError } from '../cli/errors.js';
+import type { Progress, RunStatus } from '../workflows/definitions.js';
+import { statusQuery } from '../workflows/definitions.js';
+import { stepWorkflowId } from './constants.js';
+
+export interface RunRef {
+  workflowId: string;
+  handle: WorkflowHandle;
+}
+
+/** `ref` is a workflow id (`tiny-20261122-0301`) or a run id (`20261122-0301`). */
+export async function resolveRun(client: Client, ref: string): Promise<RunRef> {
+  const direct = client.workflow.getHandle(ref);
+  try {
+    const d = await direct.describe();
+    if (d.type === 'recipeRun') return { workflowId: ref, handle: direct };
+  } catch (err) {
+    if (!(err instanceof WorkflowNotFoundError)) throw err;
+  }
+  const safe = ref.replace(/'/g, '');
+  for await (const wf of client.workflow.list({ query: `RecipeRunId = '${safe}' AND WorkflowType = 'recipeRun'` })) {
+    return { workflowId: wf.workflowId, handle: client.workflow.getHandle(wf.workflowId) };
+  }
+  throw new UsageError(`no run '${ref}' (give the id \`infir2 run\` printed; \`infir2 list\` shows them)`);
+}
+
+/** Decode the first heartbeat detail of a pending activity. */
+function decodeProgress(payloads: unknown): Progress | null {
+  const list = (payloads as { payloads?: unknown[] } | null)?.payloads;
+  const first = list?.[0];
+  if (!first) return null;
+  try {
+    return defaultPayloadConverter.fromPayload(first as never) as Progress;
+  } catch {
+    return null;
+  }
+}
+
+export async function runStatus(client: Client, ref: RunRef): Promise<RunStatus & { workflowStatus: string }> {
+  const desc = await ref.handle.describe();
+  let status: RunStatus;
+  try {
+    status = await ref.handle.query(statusQuery);
+  } catch (err) {
+    throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  // Live progress: the running steps' latest heartbeat details (the workflow sees checkpoints only).
+  await Promise.all(
+    status.steps
+      .filter((s) => s.status === 'running')
+      .map(async (s) => {
+        try {
+          const child = await client.workflow.getHandle(stepWorkflowId(ref.workflowId, s.id)).describe();
+          const pending = child.raw.pendingActivities?.[0];
+          const p = pending ? decodeProgress(pending.heartbeatDetails) : null;
+          if (p) s.progress = p;
+        } catch {
+          /* the child may be between attempts or already closed */
+        }
+      }),
+  );
+  const wfStatus = desc.status.name;
+  if (wfStatus === 'CANCELLED' || wfStatus === 'TERMINATED') status.status = 'cancelled';
+  else if (wfStatus === 'FAILED' || wfStatus === 'TIMED_OUT') status.status = 'failed';
+  else if (wfStatus === 'COMPLETED') status.status = 'completed';
+  return { ...status, workflowStatus: wfStatus };
+}

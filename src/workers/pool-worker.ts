@@ -1,0 +1,88 @@
+/**
+ * A worker process: polls the orchestrator queue (workflows) and the task queue of each pool it serves
+ * (activities). Its activity slots are its GPUs; a step needing k GPUs runs with k of them in
+ * CUDA_VISIBLE_DEVICES. On SIGTERM/SIGINT it stops polling, lets running trainers checkpoint and exit (the
+ * supervisor sends them SIGTERM), and exits.
+ */
+import { Runtime, Worker, type Logger } from '@temporalio/worker';
+import { createActivities } from '../activities/index.js';
+import { GpuSlots } from '../activities/gpu-slots.js';
+import { DEFAULT_KILL_GRACE_MS } from '../activities/process-group.js';
+import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
+import { connectWorker } from '../temporal/connection.js';
+import { workflowBundle } from './workflow-bundle.js';
+
+export interface PoolWorkerOptions {
+  /** Task queues of the pools to serve. */
+  taskQueues: string[];
+  /** Also run workflows (the orchestrator queue). */
+  orchestrator: boolean;
+  /** GPU ids this worker owns (e.g. ['0','1']); empty on a CPU machine. */
+  gpus: string[];
+  /** Concurrent steps; defaults to the number of GPUs, or 1. */
+  slots?: number;
+  killGraceMs?: number;
+  keepAliveMs?: number;
+  log?: (msg: string) => void;
+}
+
+let runtimeInstalled = false;
+
+function quietRuntime(log: (m: string) => void): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  const logger: Logger = {
+    log: (level, message) => (level === 'WARN' || level === 'ERROR' ? log(`${level.toLowerCase()}: ${message}`) : undefined),
+    trace: () => undefined,
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (m) => log(`warn: ${m}`),
+    error: (m) => log(`error: ${m}`),
+  };
+  Runtime.install({ logger });
+}
+
+export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
+  const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
+  quietRuntime(log);
+  const killGraceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const { connection, namespace } = await connectWorker();
+  const slots = opts.slots ?? Math.max(1, opts.gpus.length);
+  const gpus = new GpuSlots(opts.gpus.length ? opts.gpus : []);
+  const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000 });
+  const workers: Worker[] = [];
+  if (opts.orchestrator) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue: ORCHESTRATOR_TASK_QUEUE,
+        workflowBundle: await workflowBundle(),
+      }),
+    );
+  }
+  for (const taskQueue of opts.taskQueues) {
+    workers.push(
+      await Worker.create({
+        connection,
+        namespace,
+        taskQueue,
+        activities,
+        maxConcurrentActivityTaskExecutions: slots,
+        // Flush heartbeats (progress, liveness) within a second: cancellation arrives on the reply.
+        maxHeartbeatThrottleInterval: '1s',
+        defaultHeartbeatThrottleInterval: '1s',
+        // On shutdown, cancel running steps at once (their supervisors SIGTERM the trainers, which save),
+        // then give the trainers the kill grace to finish saving before the SDK gives up on them.
+        shutdownGraceTime: '1s',
+        shutdownForceTime: killGraceMs + 15_000,
+      }),
+    );
+  }
+  log(`worker ready: ${[opts.orchestrator ? ORCHESTRATOR_TASK_QUEUE : null, ...opts.taskQueues].filter(Boolean).join(', ')}; ${slots} slot(s); GPUs: ${opts.gpus.join(',') || 'none'}`);
+  try {
+    await Promise.all(workers.map((w) => w.run()));
+  } finally {
+    await connection.close();
+  }
+}

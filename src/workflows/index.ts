@@ -1,0 +1,3 @@
+/** The workflow bundle's entry: every workflow type a worker registers. */
+export { recipeRun } from './recipe-run.js';
+export { stageRun } from './stage-run.js';

@@ -1,0 +1,176 @@
+/**
+ * recipeRun: walks the Plan's DAG. Each step runs as a stageRun child (independent steps in parallel), its
+ * result is recorded, a status query answers at any time, the Web UI shows a stage table as current details,
+ * and search attributes say which recipe and stage a run is at. Steps handed in as `keep` (a resumed run's
+ * finished, verified steps) are not run again.
+ */
+import {
+  ApplicationFailure,
+  CancellationScope,
+  CancelledFailure,
+  ChildWorkflowFailure,
+  executeChild,
+  isCancellation,
+  ParentClosePolicy,
+  setCurrentDetails,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Plan, PlanStep } from '../plan/types.js';
+import { ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
+import { statusQuery, stepUpdateSignal, type RunStatus, type StepResult, type StepState } from './definitions.js';
+import { initialStepState, stageRun } from './stage-run.js';
+import { statusMarkdown } from './status-table.js';
+
+export interface RecipeRunOptions {
+  /** No heartbeat for this long means the worker is gone (default 60 s). */
+  heartbeatTimeoutSec?: number;
+  /** Pause between a step's failed attempt and the next (default 5 s). */
+  retryDelaySec?: number;
+  /** Results of steps already done in an earlier run, verified by the caller: kept, not rerun. */
+  keep?: Record<string, StepResult>;
+}
+
+export interface RecipeRunResult {
+  status: RunStatus;
+  results: Record<string, StepResult>;
+}
+
+const DONE = new Set<StepState['status']>(['completed', 'kept']);
+
+export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Promise<RecipeRunResult> {
+  const runWfId = workflowInfo().workflowId;
+  const keep = options.keep ?? {};
+  const status: RunStatus = {
+    recipe: plan.recipe,
+    runId: plan.runId,
+    runDir: plan.runDir,
+    status: 'running',
+    message: null,
+    steps: plan.steps.map((s) => {
+      const kept = keep[s.id];
+      return kept ? { ...initialStepState(s.id), status: 'kept', result: kept } : initialStepState(s.id);
+    }),
+  };
+  const byId = new Map(status.steps.map((s) => [s.id, s]));
+  const results: Record<string, StepResult> = { ...keep };
+
+  const refresh = () => {
+    setCurrentDetails(statusMarkdown(status));
+    const running = status.steps.filter((s) => s.status === 'running').map((s) => s.id);
+    upsertSearchAttributes([{ key: SA.stage, value: running }]);
+  };
+  setHandler(statusQuery, () => status);
+  setHandler(stepUpdateSignal, (update) => {
+    const cur = byId.get(update.id);
+    // A late update must not undo a final state recorded from the child's result.
+    if (cur && !['completed', 'kept', 'failed', 'cancelled'].includes(cur.status)) {
+      Object.assign(cur, update);
+      refresh();
+    }
+  });
+  upsertSearchAttributes([
+    { key: SA.recipeName, value: plan.recipe },
+    { key: SA.precision, value: plan.precision },
+    { key: SA.runId, value: plan.runId },
+  ]);
+  refresh();
+
+  let failed: string | null = null;
+  let cancelled = false;
+  const running = new Map<string, Promise<void>>();
+
+  const launch = (step: PlanStep) => {
+    const st = byId.get(step.id)!;
+    st.status = 'running';
+    const pool = plan.pools[step.pool];
+    const p = executeChild(stageRun, {
+      workflowId: stepWorkflowId(runWfId, step.id),
+      taskQueue: ORCHESTRATOR_TASK_QUEUE,
+      args: [
+        {
+          recipe: plan.recipe,
+          runId: plan.runId,
+          runDir: plan.runDir,
+          step,
+          taskQueue: pool?.taskQueue ?? step.pool,
+          heartbeatTimeoutSec: options.heartbeatTimeoutSec ?? 60,
+          retryDelaySec: options.retryDelaySec ?? 5,
+        },
+      ],
+      // A cancelled or failed run cancels its steps, whose supervisors stop the trainers.
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      staticSummary: `${step.id}: ${step.summary}`.slice(0, 190),
+      typedSearchAttributes: [
+        { key: SA.recipeName, value: plan.recipe },
+        { key: SA.stage, value: [step.id] },
+        { key: SA.precision, value: plan.precision },
+        { key: SA.runId, value: plan.runId },
+      ],
+    }).then(
+      (result) => {
+        results[step.id] = result;
+        Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt });
+      },
+      (err) => {
+        if (isCancellation(err) || (err instanceof ChildWorkflowFailure && isCancellation(err.cause))) {
+          st.status = 'cancelled';
+          cancelled = true;
+          return;
+        }
+        st.status = 'failed';
+        const cause = err instanceof ChildWorkflowFailure ? err.cause : err;
+        const message = cause instanceof Error ? cause.message : String(cause);
+        if (cause instanceof ApplicationFailure && cause.details?.[0]) Object.assign(st, cause.details[0], { status: 'failed' });
+        st.lastFailure ??= { class: 'crash', message };
+        failed ??= message;
+      },
+    );
+    running.set(
+      step.id,
+      p.finally(() => {
+        running.delete(step.id);
+        refresh();
+      }),
+    );
+  };
+
+  try {
+    for (;;) {
+      if (!failed && !cancelled) {
+        for (const step of plan.steps) {
+          const st = byId.get(step.id)!;
+          if (st.status !== 'pending') continue;
+          if (step.dependsOn.every((d) => DONE.has(byId.get(d)?.status ?? 'pending'))) launch(step);
+        }
+      }
+      refresh();
+      if (running.size === 0) break;
+      await Promise.race(running.values());
+    }
+  } catch (err) {
+    if (!isCancellation(err)) throw err;
+    cancelled = true;
+  }
+
+  // Steps that never started because something before them failed or the run was cancelled.
+  for (const st of status.steps) if (st.status === 'pending') st.status = failed || cancelled ? 'skipped' : st.status;
+
+  if (cancelled || CancellationScope.current().consideredCancelled) {
+    status.status = 'cancelled';
+    status.message = 'cancelled';
+    refresh();
+    // Thrown while cancellation was requested, a CancelledFailure closes the run as Canceled, not Failed.
+    throw new CancelledFailure('run cancelled');
+  }
+  if (failed) {
+    status.status = 'failed';
+    status.message = failed;
+    refresh();
+    throw ApplicationFailure.nonRetryable(failed, 'RunFailed', status);
+  }
+  status.status = 'completed';
+  refresh();
+  return { status, results };
+}

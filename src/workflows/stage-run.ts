@@ -1,0 +1,112 @@
+/**
+ * stageRun: owns one plan step. Runs an attempt on the step's pool, classifies a failure, retries with resume
+ * (the activity resumes from the newest complete checkpoint by itself) within the budget of that failure class,
+ * and continues-as-new between attempts when the history grows large.
+ */
+import {
+  ApplicationFailure,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  isCancellation,
+  proxyActivities,
+  setCurrentDetails,
+  setHandler,
+  sleep,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import type { PlanStep } from '../plan/types.js';
+import { progressSignal, stepStateQuery, stepUpdateSignal, type StepResult, type StepState } from './definitions.js';
+import { failureClassOf } from './failures.js';
+import { stepRow } from './status-table.js';
+
+export interface StageRunInput {
+  recipe: string;
+  runId: string;
+  runDir: string;
+  step: PlanStep;
+  taskQueue: string;
+  /** No heartbeat for this long: the worker is gone. The stall timeout (hangs) is the step's own. */
+  heartbeatTimeoutSec: number;
+  /** Pause between a failure and the next attempt. */
+  retryDelaySec: number;
+  /** Carried over continue-as-new. */
+  state?: StepState;
+}
+
+/** Time the supervisor needs after the attempt limit to stop the process and report. */
+const ATTEMPT_SLACK_SEC = 120;
+
+export function initialStepState(id: string): StepState {
+  return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
+}
+
+export async function stageRun(input: StageRunInput): Promise<StepResult> {
+  const { step } = input;
+  const state: StepState = input.state ?? initialStepState(step.id);
+  const parent = workflowInfo().parent;
+
+  const publish = (toParent: boolean) => {
+    setCurrentDetails(['| step | status | iteration | loss | last good checkpoint | attempts | last failure |', '| --- | --- | --- | --- | --- | --- | --- |', stepRow(state)].join('\n'));
+    if (toParent && parent) {
+      // Fire and forget: the parent learns the step's state; a lost update is repaired by the next one.
+      getExternalWorkflowHandle(parent.workflowId, parent.runId)
+        .signal(stepUpdateSignal, state)
+        .catch(() => undefined);
+    }
+  };
+
+  setHandler(stepStateQuery, () => state);
+  setHandler(progressSignal, (p) => {
+    const checkpointMoved = p.lastCheckpoint !== state.progress?.lastCheckpoint;
+    state.progress = p;
+    publish(checkpointMoved);
+  });
+
+  const { runStep } = proxyActivities<Activities>({
+    taskQueue: input.taskQueue,
+    startToCloseTimeout: `${step.attemptTimeoutSec + ATTEMPT_SLACK_SEC}s`,
+    heartbeatTimeout: `${input.heartbeatTimeoutSec}s`,
+    // Retries are decided here, per failure class, not by Temporal's uniform policy.
+    retry: { maximumAttempts: 1 },
+  });
+
+  for (;;) {
+    state.attempts += 1;
+    state.status = 'running';
+    state.startedAt ??= new Date().toISOString();
+    publish(true);
+    try {
+      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts });
+      state.status = 'completed';
+      state.result = result;
+      state.endedAt = new Date().toISOString();
+      publish(true);
+      return result;
+    } catch (err) {
+      if (isCancellation(err)) {
+        state.status = 'cancelled';
+        state.endedAt = new Date().toISOString();
+        publish(true);
+        throw err;
+      }
+      const { cls, message } = failureClassOf(err);
+      const used = (state.failures[cls] ?? 0) + 1;
+      state.failures[cls] = used;
+      state.lastFailure = { class: cls, message };
+      const budget = step.retries[cls];
+      if (cls === 'config' || used > budget) {
+        state.status = 'failed';
+        state.endedAt = new Date().toISOString();
+        publish(true);
+        const why = cls === 'config' ? 'a configuration error is never retried' : `the ${cls} retry budget (${budget}) is spent`;
+        throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${why})`, 'StepFailed', state);
+      }
+      publish(true);
+    }
+    await sleep(`${input.retryDelaySec}s`);
+    if (workflowInfo().continueAsNewSuggested) {
+      await continueAsNew<typeof stageRun>({ ...input, state });
+    }
+  }
+}

