@@ -46,6 +46,10 @@ export async function loadRecipe(ref: string, opts: LoadOptions = {}): Promise<L
   const layered = layerPreset(raw, baseDir);
 
   const setIssues: Issue[] = [];
+  // SFT stages whose `samples` the user wrote (not the preset): only those get a warning when the data disagrees.
+  const statedSamples = new Set<number>();
+  const ownSft = raw.sft;
+  if (Array.isArray(ownSft)) ownSft.forEach((st, i) => isMapping(st) && st.samples !== undefined && statedSamples.add(i));
   for (const text of opts.sets ?? []) {
     const a = parseAssignment(text);
     const where = `--set ${text}`;
@@ -57,13 +61,14 @@ export async function loadRecipe(ref: string, opts: LoadOptions = {}): Promise<L
     const value = target ? resolvePaths(a.value, target, cwd) : a.value;
     const problem = assign(layered, { ...a, value });
     if (problem) setIssues.push(error(where, problem));
+    if (a.path[0] === 'sft') statedSamples.add(Number(a.path[1]));
   }
   if (setIssues.length > 0) throw new RecipeError(setIssues);
 
   const parsed = parseRecipe(layered);
   if (!parsed.ok) throw new RecipeError(parsed.issues);
   const recipe = parsed.recipe;
-  const countIssues = await countSamples(recipe);
+  const countIssues = await countSamples(recipe, statedSamples);
   const issues = [...countIssues, ...lintRecipe(recipe)];
   if (issues.some((i) => i.level === 'error')) throw new RecipeError(issues);
   return { recipe, warnings: issues, source };
@@ -148,17 +153,17 @@ function layerPreset(raw: Raw, baseDir: string): Raw {
 const stripUndefined = (o: object): Raw => JSON.parse(JSON.stringify(o)) as Raw;
 
 /**
- * SFT step counts depend on the number of rows: count them in a local `.jsonl`. A count that disagrees with
- * the recipe wins, with a warning (the file is what slime will read).
+ * SFT step counts depend on the number of rows: count them in a local `.jsonl`. The count wins over the
+ * recipe's `samples` (the file is what the trainer reads), with a warning when the user stated another number.
  */
-async function countSamples(recipe: Recipe): Promise<Issue[]> {
+async function countSamples(recipe: Recipe, stated: Set<number>): Promise<Issue[]> {
   const issues: Issue[] = [];
   for (const [i, stage] of (recipe.sft ?? []).entries()) {
     if (!stage.data.endsWith('.jsonl')) continue;
     const st = await stat(stage.data).catch(() => undefined);
     if (!st?.isFile() || st.size > MAX_COUNTED_BYTES) continue;
     const rows = await countLines(stage.data);
-    if (stage.samples !== undefined && stage.samples !== rows) {
+    if (stated.has(i) && stage.samples !== undefined && stage.samples !== rows) {
       issues.push(warning(`sft.${i}.samples`, `${stage.samples}, but ${stage.data} has ${rows} rows; using ${rows}`));
     }
     stage.samples = rows;
