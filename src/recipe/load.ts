@@ -8,7 +8,7 @@ import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { error, RecipeError, warning, type Issue } from './issues.js';
 import { lintRecipe } from './lint.js';
-import { assign, deepMerge, isMapping, parseAssignment, type Raw } from './merge.js';
+import { assign, deepMerge, isMapping, parseAssignment, type Assignment, type Raw } from './merge.js';
 import { parseRecipe } from './parse.js';
 import { PRESET_NAMES, PRESETS } from './presets/index.js';
 import { projectRoot } from './project-root.js';
@@ -46,10 +46,7 @@ export async function loadRecipe(ref: string, opts: LoadOptions = {}): Promise<L
   const layered = layerPreset(raw, baseDir);
 
   const setIssues: Issue[] = [];
-  // SFT stages whose `samples` the user wrote (not the preset): only those get a warning when the data disagrees.
-  const statedSamples = new Set<number>();
-  const ownSft = raw.sft;
-  if (Array.isArray(ownSft)) ownSft.forEach((st, i) => isMapping(st) && st.samples !== undefined && statedSamples.add(i));
+  const assignments: Assignment[] = [];
   for (const text of opts.sets ?? []) {
     const a = parseAssignment(text);
     const where = `--set ${text}`;
@@ -61,14 +58,14 @@ export async function loadRecipe(ref: string, opts: LoadOptions = {}): Promise<L
     const value = target ? resolvePaths(a.value, target, cwd) : a.value;
     const problem = assign(layered, { ...a, value });
     if (problem) setIssues.push(error(where, problem));
-    if (a.path[0] === 'sft') statedSamples.add(Number(a.path[1]));
+    assignments.push(a);
   }
   if (setIssues.length > 0) throw new RecipeError(setIssues);
 
   const parsed = parseRecipe(layered);
   if (!parsed.ok) throw new RecipeError(parsed.issues);
   const recipe = parsed.recipe;
-  const countIssues = await countSamples(recipe, statedSamples);
+  const countIssues = await countSamples(recipe, statedSamples(raw, assignments));
   const issues = [...countIssues, ...lintRecipe(recipe)];
   if (issues.some((i) => i.level === 'error')) throw new RecipeError(issues);
   return { recipe, warnings: issues, source };
@@ -169,6 +166,19 @@ async function countSamples(recipe: Recipe, stated: Set<number>): Promise<Issue[
     stage.samples = rows;
   }
   return issues;
+}
+
+/** SFT stages whose `samples` the user wrote (in the recipe or a --set), as opposed to inherited from a preset. */
+function statedSamples(raw: Raw, sets: Assignment[]): Set<number> {
+  const out = new Set<number>();
+  const fromList = (v: unknown) => Array.isArray(v) && v.forEach((st, i) => isMapping(st) && st.samples !== undefined && out.add(i));
+  fromList(raw.sft);
+  for (const { path, value } of sets) {
+    if (path[0] !== 'sft') continue;
+    if (path.length === 1) fromList(value);
+    else if (typeof path[1] === 'number' && (path[2] === 'samples' || (path.length === 2 && isMapping(value) && value.samples !== undefined))) out.add(path[1]);
+  }
+  return out;
 }
 
 function countLines(file: string): Promise<number> {

@@ -1,0 +1,119 @@
+import { isAbsolute, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compilePlan, type CompileOptions } from '../../../src/plan/compile.js';
+import type { Plan } from '../../../src/plan/types.js';
+import { RecipeError } from '../../../src/recipe/issues.js';
+import { loadRecipe } from '../../../src/recipe/load.js';
+import { projectRoot } from '../../../src/recipe/project-root.js';
+
+const ROOT = '/opt/infir2';
+
+async function planOf(preset: string, sets: string[] = [], opts: Partial<CompileOptions> = {}): Promise<Plan> {
+  const { recipe } = await loadRecipe(preset, { sets });
+  return compilePlan(recipe, { runId: 'r1', projectRoot: ROOT, ...opts });
+}
+
+const ids = (p: Plan) => p.steps.map((s) => s.id);
+const step = (p: Plan, id: string) => p.steps.find((s) => s.id === id)!;
+const value = (argv: string[], flag: string) => argv[argv.lastIndexOf(flag) + 1];
+
+describe('compilePlan', () => {
+  it('compiles the 7B preset to the stable stage ids, in dependency order', async () => {
+    const plan = await planOf('infir2-7b');
+    expect(ids(plan)).toEqual([
+      'cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'convert.hf', 'convert.fp8',
+      'rl.stage1', 'rl.stage2', 'convert.rl', 'eval.aime24', 'eval.aime25', 'eval.gpqa', 'eval.livecodebench',
+    ]);
+    const seen = new Set<string>();
+    for (const s of plan.steps) {
+      for (const d of s.dependsOn) expect(seen, `${s.id} depends on ${d}`).toContain(d);
+      seen.add(s.id);
+    }
+  });
+
+  it('emits plain JSON with absolute paths only', async () => {
+    const plan = await planOf('infir2-7b');
+    expect(JSON.parse(JSON.stringify(plan))).toEqual(plan);
+    expect(plan.runDir).toBe(join(projectRoot(), 'runs', 'r1')); // the preset's runDir, against the project root
+    for (const s of plan.steps) {
+      expect(isAbsolute(s.command.cwd)).toBe(true);
+      expect(s.command.cwd).toBe(join(plan.runDir, s.id));
+      for (const p of [...Object.values(s.inputs), ...Object.values(s.outputs)]) expect(isAbsolute(p), `${s.id}: ${p}`).toBe(true);
+      if (s.checkpoint) expect(isAbsolute(s.checkpoint.dir)).toBe(true);
+      if (s.completion.kind === 'files') for (const p of s.completion.paths) expect(isAbsolute(p)).toBe(true);
+    }
+  });
+
+  it('takes retries and timeouts from the recipe; config failures are never retried', async () => {
+    const plan = await planOf('infir2-7b', ['cpt.retries.crash=7', 'cpt.stallTimeout=20m']);
+    expect(step(plan, 'cpt.stable')).toMatchObject({ retries: { crash: 7, hang: 2, oom: 1, preempted: 10, config: 0 }, stallTimeoutSec: 1200 });
+    expect(step(plan, 'eval.gpqa').retries.config).toBe(0);
+  });
+
+  it('is deterministic for a given run id', async () => {
+    expect(await planOf('infir2-7b')).toEqual(await planOf('infir2-7b'));
+  });
+
+  it('leaves out the warmup phase when there is none; stable then starts from the base', async () => {
+    const plan = await planOf('infir2-7b', ['cpt.warmupIters=0']);
+    expect(ids(plan).slice(0, 2)).toEqual(['cpt.stable', 'cpt.decay']);
+    const argv = step(plan, 'cpt.stable').command.argv;
+    expect(value(argv, '--pretrained-checkpoint')).toBe('/your_checkpoint_path/Qwen2.5-7B_torch_dist');
+    expect(argv).not.toContain('--ckpt-step');
+    expect(step(plan, 'cpt.stable').dependsOn).toEqual([]);
+  });
+
+  it('forks a decay from another run\'s stable checkpoint N: decay only, over N → N + decayIters', async () => {
+    const plan = await planOf('infir2-7b', [], { fork: { sourceCheckpointDir: '/runs/old/cpt/checkpoints', iteration: 30000 } });
+    expect(ids(plan)[0]).toBe('cpt.decay');
+    const decay = step(plan, 'cpt.decay');
+    expect(decay.dependsOn).toEqual([]);
+    expect(value(decay.command.argv, '--load')).toBe('/runs/old/cpt/checkpoints');
+    expect(value(decay.command.argv, '--ckpt-step')).toBe('30000');
+    expect(value(decay.command.argv, '--train-iters')).toBe('35000');
+    expect(decay.command.argv).toContain('--override-opt_param-scheduler');
+    expect(decay.completion).toEqual({ kind: 'checkpoint', dir: join(plan.runDir, 'cpt.decay/checkpoints'), iteration: 35000 });
+    expect(value(decay.resume!.argv, '--load')).toBe(join(plan.runDir, 'cpt.decay/checkpoints'));
+    expect(step(plan, 'sft.stage1').dependsOn).toEqual(['cpt.decay']);
+  });
+
+  it('starts SFT from model.base when there is no CPT (SFT + eval only)', async () => {
+    const plan = await planOf('infir2-7b', ['cpt=null', 'convert=null', 'rl=null', 'eval.models=[base]']);
+    expect(ids(plan)).toEqual(['sft.stage1', 'sft.stage2', 'eval.aime24', 'eval.aime25', 'eval.gpqa', 'eval.livecodebench']);
+    expect(value(step(plan, 'sft.stage1').command.argv, '--ref-load')).toBe('/your_checkpoint_path/Qwen2.5-7B_torch_dist');
+    expect(step(plan, 'sft.stage1').dependsOn).toEqual([]);
+    expect(value(step(plan, 'eval.gpqa').command.argv, '--model-path')).toBe('/path/to/base_models_hf/qwen2.5-7B-Instruct');
+    expect(step(plan, 'eval.gpqa').dependsOn).toEqual([]);
+  });
+
+  it('names eval steps eval.<model>.<benchmark> when several models are evaluated', async () => {
+    const plan = await planOf('infir2-7b', ['eval.models=[fp8, rl]', 'eval.benchmarks.aime25=null', 'eval.benchmarks.gpqa=null', 'eval.benchmarks.livecodebench=null']);
+    expect(ids(plan).filter((i) => i.startsWith('eval.'))).toEqual(['eval.fp8.aime24', 'eval.rl.aime24']);
+    expect(step(plan, 'eval.fp8.aime24').dependsOn).toEqual(['convert.fp8']);
+    expect(value(step(plan, 'eval.rl.aime24').command.argv, '--port')).toBe('8802');
+  });
+
+  it('launches Megatron with srun on a Slurm pool and torchrun --standalone on a local one', async () => {
+    const slurm = await planOf('infir2-7b', ['pools.megatron.launcher=slurm', 'pools.megatron.nodes=4', 'pools.megatron.rdzvEndpoint=head:29400', 'cpt.nodes=4']);
+    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 11)).toEqual([
+      'srun', '--nodes=4', '--ntasks-per-node=1', '--gpus-per-node=8', '--kill-on-bad-exit=1',
+      'torchrun', '--nnodes=4', '--nproc_per_node=8', '--rdzv_endpoint=head:29400', '--rdzv_backend=c10d', '/root/Megatron-LM/pretrain_gpt.py',
+    ]);
+    const local = await planOf('infir2-7b', ['pools.megatron.launcher=local']);
+    expect(step(local, 'cpt.stable').command.argv.slice(0, 5)).toEqual(['torchrun', '--standalone', '--nnodes=1', '--nproc_per_node=8', '/root/Megatron-LM/pretrain_gpt.py']);
+  });
+
+  it('drops the FP8 flags in bf16, and the FP8 export with it', async () => {
+    const plan = await planOf('infir2-7b', ['precision=bf16']);
+    expect(step(plan, 'cpt.stable').command.argv).not.toContain('--fp8-format');
+    expect(step(plan, 'sft.stage1').command.argv).not.toContain('--fp8-recipe');
+    expect(ids(plan)).not.toContain('convert.fp8');
+    expect(value(step(plan, 'rl.stage1').command.argv, '--hf-checkpoint')).toBe(join(plan.runDir, 'convert.hf/hf'));
+  });
+
+  it('rejects a run id that could leave the run directory', async () => {
+    const { recipe } = await loadRecipe('tiny');
+    expect(() => compilePlan(recipe, { runId: '../escape', projectRoot: ROOT })).toThrow(RecipeError);
+    expect(() => compilePlan(recipe, { runId: 'Run 1', projectRoot: ROOT })).toThrow(/not a valid run id/);
+  });
+});

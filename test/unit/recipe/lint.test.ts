@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest';
+import { RecipeError } from '../../../src/recipe/issues.js';
+import { loadRecipe } from '../../../src/recipe/load.js';
+
+/** The issues (errors and warnings) of a preset with some --set overrides, as `path: message`. */
+async function issuesOf(preset: string, sets: string[]): Promise<{ errors: string[]; warnings: string[] }> {
+  try {
+    const { warnings } = await loadRecipe(preset, { sets });
+    return { errors: [], warnings: warnings.map((w) => `${w.path}: ${w.message}`) };
+  } catch (err) {
+    if (!(err instanceof RecipeError)) throw err;
+    const pick = (level: string) => err.issues.filter((i) => i.level === level).map((i) => `${i.path}: ${i.message}`);
+    return { errors: pick('error'), warnings: pick('warning') };
+  }
+}
+
+describe('lint', () => {
+  it.each([
+    ['a multi-node torchrun pool', 'infir2-7b', ['pools.megatron.nodes=2', 'cpt.nodes=2'], /^cpt\.nodes: 2 nodes need the same torchrun on every node.*launcher: slurm/],
+    ['a multi-node Slurm pool without a rendezvous host', 'infir2-7b', ['pools.megatron.nodes=2', 'pools.megatron.launcher=slurm', 'cpt.nodes=2'], /^pools\.megatron\.rdzvEndpoint: is localhost:29400/],
+    ['Megatron on a CPU pool', 'infir2-7b', ['pools.megatron.gpusPerNode=0', 'cpt.gpusPerNode=null'], /^cpt\.pool: the megatron backend needs GPUs/],
+    ['slime on a torchrun pool', 'infir2-7b', ['sft.0.pool=megatron', 'sft.0.nodes=1'], /^sft\.0\.pool: the slime backend cannot start on a 'torchrun' pool/],
+    ['TP that does not divide the GPUs', 'infir2-7b', ['cpt.parallel.tensor=3'], /^cpt\.parallel: tensor × pipeline × context = 3 does not divide the 8 GPUs/],
+    ['a global batch that data parallelism cannot split', 'infir2-7b', ['cpt.globalBatchSize=129'], /^cpt\.globalBatchSize: 129 is not a multiple of data-parallel size \(2\)/],
+    ['a managed flag in extraArgs', 'infir2-7b', ['sft.0.extraArgs=[--load, /x]'], /^sft\.0\.extraArgs\.0: --load is set by infir2/],
+    ['--rdzv-endpoint passed to slime (docs/RL.md)', 'infir2-7b', ['rl.extraArgs=[--rdzv-endpoint, "h:1"]'], /^rl\.extraArgs\.0: --rdzv-endpoint is not a slime argument/],
+    ['a Megatron data path with its .bin extension', 'infir2-7b', ['cpt.data=/d/text_document.bin'], /^cpt\.data: Megatron takes the indexed-dataset prefix/],
+    ['a layer count that differs from the trained model', 'infir2-7b', ['rl.arch.numLayers=24'], /^rl\.arch\.numLayers: 24 differs from model\.arch\.numLayers 28/],
+    ['evaluating an FP8 export that is switched off', 'infir2-7b', ['convert.fp8.enabled=false', 'eval.models=[fp8]'], /^eval\.models\.0: 'fp8' needs convert\.fp8 enabled/],
+    ['evaluating the RL model without an RL stage', 'infir2-7b', ['rl=null', 'eval.models=[rl]'], /^eval\.models\.0: 'rl' needs an rl stage/],
+    ['a local eval without data', 'tiny', ['eval.benchmarks.arith.data=null'], /^eval\.benchmarks\.arith\.data: required by the local backend/],
+    ['an SFT stage with nothing to start from', 'tiny', ['cpt=null'], /^sft\.0\.refLoad: nothing to start from/],
+    ['an export with no training stage', 'tiny', ['cpt=null', 'sft=null', 'rl=null', 'eval.models=[fp8]'], /^convert: nothing to export/],
+    ['a block size bf16_cast_fp8.py does not have', 'infir2-7b', ['convert.fp8.blockSize=64'], /^convert\.fp8\.blockSize: InfiR2's bf16_cast_fp8\.py quantises 128×128 blocks only/],
+    ['an SFT file smaller than one batch', 'infir2-7b', ['sft.0.samples=10'], /^sft\.0\.samples: 10 rows make no full batch of 64/],
+  ])('rejects %s', async (_what, preset, sets, message) => {
+    const { errors } = await issuesOf(preset, sets);
+    expect(errors.some((e) => message.test(e)), errors.join('\n')).toBe(true);
+  });
+
+  it.each([
+    ['a save interval that does not divide a phase boundary', 'tiny', ['cpt.saveInterval=15'], /^cpt\.saveInterval: 15 does not divide the warmup boundary 20/],
+    ['a phase shorter than the save interval', 'tiny', ['cpt.saveInterval=60'], /^cpt\.saveInterval: 60 is longer than the warmup phase \(20 iterations\)/],
+    ['CPT profiling left on', 'infir2-7b', [], /^cpt\.profile: on, as in the InfiR2 scripts/],
+    ['the InfiR2 placeholder paths', 'infir2-7b', [], /^\(recipe\): still the InfiR2 scripts' placeholder paths: model\.hf, /],
+    ['a vocab that differs between CPT and SFT', 'infir2-1.5b', [], /^sft\.0\.arch\.vocabSize: 151936 differs from model\.arch\.vocabSize 152064/],
+    ['an FP8 export without fmt that RL does not read', 'infir2-1.5b', ['convert.fp8.fmt=none'], /^convert\.fp8\.fmt: the FP8 config would have no quantization_config\.fmt/],
+    ['a CPT that starts from random weights', 'infir2-7b', ['model.base=null'], /^model\.base: not set: CPT starts from random weights/],
+  ])('warns about %s', async (_what, preset, sets, message) => {
+    const { errors, warnings } = await issuesOf(preset, sets);
+    expect(errors).toEqual([]);
+    expect(warnings.some((w) => message.test(w)), warnings.join('\n')).toBe(true);
+  });
+
+  it('finds nothing to say about the tiny preset', async () => {
+    expect(await issuesOf('tiny', [])).toEqual({ errors: [], warnings: [] });
+  });
+});
