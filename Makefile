@@ -8,7 +8,7 @@ setup:
 	@bash scripts/setup.sh
 
 build:
-	@npx --no-install tsc -p tsconfig.json
+	@bash scripts/build.sh
 
 test: setup
 	@bash scripts/test.sh

@@ -46,7 +46,7 @@ if [ ! -f "node_modules/.infir2-lock-$lock_hash" ]; then
   touch "node_modules/.infir2-lock-$lock_hash"
 fi
 
-# 4. Compile the CLI (tsc is incremental enough at this size: a few seconds).
+# 4. Compile the CLI and pre-bundle the workflows (a few seconds).
 say "building the CLI"
-npx --no-install tsc -p tsconfig.json
+bash scripts/build.sh
 say "ready: $(.venv/bin/temporal --version 2>/dev/null | head -n1); $(.venv/bin/python -c 'import torch; print("torch", torch.__version__)')"

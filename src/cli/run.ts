@@ -9,19 +9,13 @@ import { parseVerbArgs, positionals } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from './errors.js';
 import { follow } from './follow.js';
-import { loadPlan } from './recipe-input.js';
+import { defaultRunId, loadPlan } from './recipe-input.js';
 import type { Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 
 const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
 const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
-
-/** A sortable, readable default run id: 20261122-031502. */
-export function defaultRunId(now = new Date()): string {
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${now.getFullYear()}${p(now.getMonth() + 1)}${p(now.getDate())}-${p(now.getHours())}${p(now.getMinutes())}${p(now.getSeconds())}`;
-}
 
 export function planSummary(plan: Plan): string {
   return `${plan.recipe} · ${plan.model} · ${plan.precision} · ${plan.steps.length} steps`;

@@ -9,7 +9,7 @@ export const ORCHESTRATOR_TASK_QUEUE = 'infir2-orchestrator';
 
 /** The default task queue of a pool that does not name one. */
 export function poolTaskQueue(pool: string): string {
-  return `infir2-pool-${pool}`;
+  return `infir2-${pool}`;
 }
 
 /** Readable ids in the Web UI: `<recipe>-<run>` and `<recipe>-<run>/<step>`. */

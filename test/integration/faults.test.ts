@@ -148,11 +148,7 @@ describe('infrastructure faults', () => {
     const runDir = tmpRunDir(env, 'workerkill');
     // A second worker that will be killed; stop the shared one so the step lands on it.
     const shared = env.workers[0]!;
-    await waitFor('shared worker stop', async () => {
-      process.kill(-shared.pid!, 'SIGTERM');
-      await sleep(200);
-      return shared.exitCode !== null || shared.signalCode !== null;
-    }, 30_000);
+    await env.stopWorker(shared);
     const victim = await env.startWorker();
     const plan = fakePlan(runDir, 'workerkill', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.1 })]);
     const h = await startPlan(env, plan);

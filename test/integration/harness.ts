@@ -39,6 +39,7 @@ export interface Env {
   connection: Connection;
   workers: ChildProcess[];
   startWorker(extra?: string[]): Promise<ChildProcess>;
+  stopWorker(w: ChildProcess): Promise<void>;
   restartServer(): Promise<void>;
   teardown(): Promise<void>;
 }
@@ -75,6 +76,9 @@ export async function setupEnv(name: string): Promise<Env> {
         await sleep(100);
       }
       return w;
+    },
+    async stopWorker(w) {
+      if (w.pid && groupAlive(w.pid)) await terminateGroup(w.pid, 15_000);
     },
     async restartServer() {
       await stopDevServer(server.pid);
