@@ -1,0 +1,106 @@
+/** `infir2 validate` and `infir2 plan` on valid recipes, and the shared recipe-input helper `run` uses. */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadPlan } from '../../../src/cli/recipe-input.js';
+import { UsageError } from '../../../src/cli/errors.js';
+import type { Plan } from '../../../src/plan/types.js';
+import { ensureBuilt, ROOT, runInProcess, runSubprocess } from './run-cli.js';
+
+describe('infir2 validate', () => {
+  it.each(['recipes/tiny.yaml', 'recipes/qwen2.5-7b-fp8.yaml', 'recipes/qwen2.5-1.5b-fp8.yaml', 'infir2-7b', 'infir2-1.5b', 'tiny'])('accepts %s', async (ref) => {
+    const r = await runInProcess(['validate', ref]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^ok: .+: recipe '[a-z0-9-]+' is valid, \d+ steps/);
+    for (const line of r.stderr.split('\n').filter(Boolean)) expect(line).toMatch(/^warning: \S+: /);
+  });
+
+  it('prints warnings as `warning: <path>: ...` and still exits 0', async () => {
+    const r = await runInProcess(['validate', 'infir2-7b']);
+    expect(r.stderr).toMatch(/^warning: cpt\.profile: on, as in the InfiR2 scripts/m);
+    expect(r.stdout).toMatch(/\(2 warnings\)/);
+  });
+
+  it.each([
+    [['validate'], /^error: validate: missing <recipe>$/m],
+    [['validate', 'tiny', 'extra'], /^error: validate: unexpected argument 'extra'$/m],
+    [['plan', 'tiny', '--bogus'], /^error: plan: Unknown option '--bogus'/m],
+  ])('rejects %j with a usage line', async (args, message) => {
+    const r = await runInProcess(args);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toMatch(/^usage: infir2 /m);
+  });
+});
+
+describe('infir2 plan', () => {
+  it('prints a stage table: id, backend, pool, GPUs, dependencies, iterations, command head', async () => {
+    const r = await runInProcess(['plan', 'tiny', '--run-id', 'demo']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines[0]).toBe('recipe tiny · tiny-qwen2 · fp8 · run demo');
+    expect(lines[1]).toBe(`run dir ${join(ROOT, 'runs/demo')}`);
+    expect(lines[3]).toMatch(/^STEP\s+BACKEND\s+POOL\s+GPUS\s+DEPENDS ON\s+ITERATIONS\s+COMMAND$/);
+    expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 20\s+python main\.py pretrain$/);
+    expect(lines.slice(4).map((l) => l.split(/\s+/)[0])).toEqual([
+      'cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'convert.hf', 'convert.fp8', 'rl.stage1', 'rl.stage2', 'eval.fp8.arith', 'convert.rl', 'eval.rl.arith',
+    ]);
+  });
+
+  it('prints the whole Plan as JSON with --json, with --set applied', async () => {
+    const r = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--json', '--run-id', 'x1', '--set', 'cpt.iterations=50000']);
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout) as Plan;
+    expect(plan).toMatchObject({ version: 1, recipe: 'qwen2-5-7b-fp8', runId: 'x1', runDir: '/shared/infir2/runs/x1', precision: 'fp8', model: 'Qwen2.5-7B' });
+    expect(plan.steps.find((s) => s.id === 'cpt.decay')?.completion).toMatchObject({ iteration: 50000 });
+    expect(plan.steps.find((s) => s.id === 'cpt.stable')?.completion).toMatchObject({ iteration: 45000 });
+  });
+
+  it('makes up a readable run id when none is given', async () => {
+    const plan = JSON.parse((await runInProcess(['plan', 'tiny', '--json'])).stdout) as Plan;
+    expect(plan.runId).toMatch(/^\d{8}-\d{6}$/);
+  });
+});
+
+describe('loadPlan (for `infir2 run`)', () => {
+  it('returns the Plan and hands warnings to onWarning', async () => {
+    const warnings: string[] = [];
+    const plan = await loadPlan('infir2-7b', { runId: 'r9', onWarning: (l) => warnings.push(l) });
+    expect(plan.runId).toBe('r9');
+    expect(warnings[0]).toMatch(/^warning: cpt\.profile: /);
+  });
+
+  it('throws a UsageError with one `<path>: <problem>` line per problem', async () => {
+    const err = await loadPlan('tiny', { sets: ['cpt.iterations=0', 'precision=fp4'], onWarning: () => undefined }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).lines).toEqual(["precision: expected one of fp8, bf16; got 'fp4'; did you mean 'fp8'?", 'cpt.iterations: must be at least 1, got 0']);
+  });
+});
+
+describe('the built CLI', () => {
+  beforeAll(() => ensureBuilt(), 120_000);
+
+  it('plans the 7B recipe quickly, without network or GPU', async () => {
+    const started = process.hrtime.bigint();
+    const r = await runSubprocess(['plan', 'recipes/qwen2.5-7b-fp8.yaml']);
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^eval\.livecodebench\s+evalscope/m);
+    // The target is under a second; the bound leaves room for a loaded test machine.
+    expect(ms).toBeLessThan(3000);
+  });
+
+  it('resolves a recipe\'s relative paths against the recipe, not the working directory', async () => {
+    const r = await runSubprocess(['plan', join(ROOT, 'recipes/tiny.yaml'), '--json', '--run-id', 'here'], tmpdir());
+    expect(r.code, r.stderr).toBe(0);
+    const plan = JSON.parse(r.stdout) as Plan;
+    expect(plan.runDir).toBe(join(ROOT, 'runs/here'));
+    expect(plan.steps[0]!.inputs.data).toBe(join(ROOT, 'trainer/data/cpt.jsonl'));
+  });
+
+  it('plans a preset by name', async () => {
+    const r = await runSubprocess(['plan', 'infir2-1.5b', '--run-id', 'p']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^recipe infir2-1-5b · Qwen2\.5-1\.5B · fp8 · run p$/m);
+  });
+});
