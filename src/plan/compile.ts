@@ -3,7 +3,7 @@
  * hand-offs InfiR2 leaves to a human: REF_LOAD, the iter dir to convert, HF_CHECKPOINT), and asks the stage's
  * backend for the command. Pure apart from finding the project root when none is given.
  */
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import * as convert from '../backends/convert.js';
 import * as evalscope from '../backends/evalscope.js';
 import * as local from '../backends/local.js';
@@ -11,7 +11,7 @@ import * as megatron from '../backends/megatron.js';
 import * as slime from '../backends/slime.js';
 import { iterDirName } from '../backends/argv.js';
 import type { StepBody } from '../backends/types.js';
-import { lastCheckpoint, sftSteps } from '../recipe/derived.js';
+import { cptBoundaries, lastCheckpoint, sftSteps } from '../recipe/derived.js';
 import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
 import { error, RecipeError } from '../recipe/issues.js';
 import { fp8Enabled } from '../recipe/lint.js';
@@ -49,7 +49,22 @@ export function compilePlan(recipe: Recipe, opts: CompileOptions): Plan {
   if (!SLUG_RE.test(opts.runId) || opts.runId.length > 63) {
     throw new RecipeError([error('--run-id', `'${opts.runId}' is not a valid run id: expected ${SLUG_HINT}`)]);
   }
+  if (opts.fork) checkFork(recipe, opts.fork);
   return new Compiler(recipe, opts).plan();
+}
+
+/** A fork starts cpt.decay from a complete stable-phase checkpoint of another run. */
+function checkFork(recipe: Recipe, fork: Fork): void {
+  const fail = (msg: string) => {
+    throw new RecipeError([error('fork', msg)]);
+  };
+  if (!recipe.cpt) fail('the recipe has no cpt stage to fork a decay of');
+  const { stableEnd } = cptBoundaries(recipe.cpt!);
+  if (!Number.isInteger(fork.iteration) || fork.iteration < 1) fail(`iteration must be a whole number ≥ 1, got ${fork.iteration}`);
+  if (fork.iteration > stableEnd) fail(`iteration ${fork.iteration} is past the stable phase, which ends at ${stableEnd}`);
+  if (!isAbsolute(fork.sourceCheckpointDir) || /iter_\d+\/?$/.test(fork.sourceCheckpointDir)) {
+    fail(`sourceCheckpointDir must be an absolute checkpoint root (not an iter_* directory), got ${fork.sourceCheckpointDir}`);
+  }
 }
 
 class Compiler {

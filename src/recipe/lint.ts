@@ -251,6 +251,10 @@ const exports: Check = (r) => {
       const msg = `the FP8 config would have no quantization_config.fmt; slime asserts fmt == "e4m3" when it loads it (KeyError: 'fmt', docs §4.2): set convert.fp8.fmt: e4m3`;
       out.push(rlReads ? error('convert.fp8.fmt', msg) : warning('convert.fp8.fmt', msg));
     }
+    const pool = r.pools[c.pool];
+    if (c.backend === 'convert' && pool && (c.gpusPerNode ?? pool.gpusPerNode) === 0) {
+      out.push(error('convert.pool', `bf16_cast_fp8.py quantises on a CUDA GPU, but pool '${c.pool}' has none: give convert a GPU pool`));
+    }
     if (c.backend === 'convert' && c.fp8.blockSize !== 128) {
       out.push(error('convert.fp8.blockSize', `InfiR2's bf16_cast_fp8.py quantises 128×128 blocks only; use 128 (or the local backend)`));
     }

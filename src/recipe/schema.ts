@@ -122,7 +122,8 @@ export type Parallel = z.output<typeof tensorParallel>;
 
 const cpt = z.strictObject({
   backend: z.enum(['megatron', 'local']).default('megatron'),
-  ...stageCommon({ stall: '1h', attempt: '14d', retries: TRAIN_RETRIES }),
+  // Megatron builds its dataset index before the first log line: allow for it.
+  ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
   /** Megatron: the indexed-dataset prefix (`--data-path`); local: a `.jsonl` file. */
   data: path(),
   /** Megatron `--data-cache-path`; default `<run>/cpt/data-cache`. */
@@ -198,7 +199,7 @@ const slimeCommon = {
 
 const sftStage = z.strictObject({
   backend: z.enum(['slime', 'local']).default('slime'),
-  ...stageCommon({ stall: '1h', attempt: '14d', retries: TRAIN_RETRIES }),
+  ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
   /** A `.jsonl` or `.parquet` file of `{"messages": [...]}` rows (slime rejects a directory). */
   data: path(),
   /** Rows in `data`; the step count depends on it. Counted from a local `.jsonl` when left out. */
@@ -223,7 +224,8 @@ const curriculumStage = z.strictObject({
 
 const rl = z.strictObject({
   backend: z.enum(['slime', 'local']).default('slime'),
-  ...stageCommon({ stall: '2h', attempt: '21d', retries: TRAIN_RETRIES }),
+  // One rollout of long responses can take most of an hour before its first log line.
+  ...stageCommon({ stall: '3h', attempt: '21d', retries: TRAIN_RETRIES }),
   /** `.jsonl`/`.parquet` prompts with `inputKey` and `labelKey`. */
   data: path(),
   inputKey: z.string().min(1).default('prompt'),

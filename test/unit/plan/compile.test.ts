@@ -77,6 +77,16 @@ describe('compilePlan', () => {
     expect(step(plan, 'sft.stage1').dependsOn).toEqual(['cpt.decay']);
   });
 
+  it.each([
+    [{ sourceCheckpointDir: '/runs/old/cpt/checkpoints', iteration: 36000 }, /iteration 36000 is past the stable phase, which ends at 35000/],
+    [{ sourceCheckpointDir: '/runs/old/cpt/checkpoints', iteration: 0 }, /whole number ≥ 1/],
+    [{ sourceCheckpointDir: '/runs/old/cpt/checkpoints/iter_0030000', iteration: 30000 }, /not an iter_\* directory/],
+    [{ sourceCheckpointDir: 'old/cpt', iteration: 30000 }, /must be an absolute checkpoint root/],
+  ])('refuses a fork from %j', async (fork, message) => {
+    const { recipe } = await loadRecipe('infir2-7b');
+    expect(() => compilePlan(recipe, { runId: 'r1', projectRoot: ROOT, fork })).toThrow(message);
+  });
+
   it('starts SFT from model.base when there is no CPT (SFT + eval only)', async () => {
     const plan = await planOf('infir2-7b', ['cpt=null', 'convert=null', 'rl=null', 'eval.models=[base]']);
     expect(ids(plan)).toEqual(['sft.stage1', 'sft.stage2', 'eval.aime24', 'eval.aime25', 'eval.gpqa', 'eval.livecodebench']);
