@@ -6,8 +6,8 @@
 import { join } from 'node:path';
 import type { Arch, Benchmark, CptConfig, Recipe, RlConfig, SftStage } from '../recipe/schema.js';
 import { opt, when } from './argv.js';
-import { phaseSummary } from './megatron.js';
-import type { CptPhase, LoadArgs, StepBody } from './types.js';
+import { loadArgs, phaseSummary } from './megatron.js';
+import type { CptPhase, StepBody } from './types.js';
 
 export interface LocalContext {
   /** The interpreter that runs the trainer (default `<project>/.venv/bin/python`). */
@@ -24,10 +24,6 @@ const trainer = (c: LocalContext, sub: string) => [c.python, join(c.projectRoot,
 /** FP8 is on when `--fp8-format` is given; `--fp8-block-size` is the local trainer's own. */
 function precisionArgs(c: LocalContext): string[] {
   return ['--bf16', ...when(c.precision === 'fp8', '--fp8-format', 'e4m3', '--fp8-recipe', 'blockwise', '--fp8-block-size', String(c.fp8BlockSize))];
-}
-
-function loadArgs(l: LoadArgs): string[] {
-  return ['--load', l.load, ...opt('--ckpt-step', l.ckptStep), ...opt('--pretrained-checkpoint', l.pretrained), ...when(l.exitOnMissing, '--exit-on-missing-checkpoint')];
 }
 
 function checkpointStep(c: LocalContext, head: string[], resumeArgv: string[] | null, saveDir: string, end: number): Pick<StepBody, 'command' | 'resume' | 'progress' | 'checkpoint' | 'completion'> {

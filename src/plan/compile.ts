@@ -32,6 +32,13 @@ export interface CompileOptions {
   fork?: Fork;
 }
 
+const EVAL_MODEL_NAMES: Record<EvalModel, string> = {
+  base: 'the base model',
+  hf: 'the HF-exported SFT model',
+  fp8: 'the FP8-exported SFT model',
+  rl: 'the final RL model',
+};
+
 /** A torch_dist checkpoint that a later stage can load: its root, final iteration, and the step that writes it. */
 interface Lineage {
   root: string;
@@ -313,7 +320,7 @@ class Compiler {
       const model = this.evalModel(m, exported, rl);
       for (const [name, b] of benchmarks) {
         const id = models.length > 1 ? `eval.${m}.${name}` : `eval.${name}`;
-        const what = `the ${m === 'base' ? 'base' : m === 'rl' ? 'final RL' : m === 'fp8' ? 'FP8-exported SFT' : 'HF-exported SFT'} model`;
+        const what = EVAL_MODEL_NAMES[m];
         const body =
           ev.backend === 'evalscope'
             ? evalscope.evalStep({

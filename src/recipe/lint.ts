@@ -20,7 +20,7 @@ interface StageRef {
   extraArgs: string[];
 }
 
-export function stageRefs(r: Recipe): StageRef[] {
+function stageRefs(r: Recipe): StageRef[] {
   const refs: StageRef[] = [];
   if (r.cpt) refs.push({ path: 'cpt', ...r.cpt });
   (r.sft ?? []).forEach((s, i) => refs.push({ path: `sft.${i}`, ...s }));

@@ -6,10 +6,12 @@
  * Cross-field rules (phases that add up, pools that exist, pitfalls of the InfiR2 scripts) live in `lint.ts`.
  */
 import { z } from 'zod';
+import type { Launcher, Precision } from '../plan/types.js';
 import { count, duration, envName, name, natural, nonNegative, path, positive, slug, unitInterval } from './fields.js';
 
-export const PRECISIONS = ['fp8', 'bf16'] as const;
-export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const;
+// The Plan's types (src/plan/types.ts) name the same values; `satisfies` keeps the two in step.
+export const PRECISIONS = ['fp8', 'bf16'] as const satisfies readonly Precision[];
+export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const satisfies readonly Launcher[];
 
 /**
  * Retry budget per failure class (see `FAILURE_CLASSES` in src/plan/types.ts). `config` failures are never
