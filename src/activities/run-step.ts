@@ -265,7 +265,6 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   });
 
   beat();
-  signalWorkflow();
   const onAbort = () => stop(cancellationDetails()?.workerShutdown ? 'shutdown' : 'cancel');
   ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
   const attemptDeadline = s.started + step.attemptTimeoutSec * 1000;

@@ -58,6 +58,9 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
         namespace,
         taskQueue: ORCHESTRATOR_TASK_QUEUE,
         workflowBundle: await workflowBundle(),
+        // A workflow task waits this long on a dead worker's sticky queue before any worker may take it
+        // (default 10 s): it adds straight to the recovery time after a worker dies.
+        stickyQueueScheduleToStartTimeout: '1s',
       }),
     );
   }

