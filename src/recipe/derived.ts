@@ -2,7 +2,7 @@
  * Numbers that follow from a recipe and that both lint and the compiler need: the WSD phase boundaries and
  * the step counts of SFT and RL stages (how slime and the local trainer count them).
  */
-import type { CptConfig, SftStage } from './schema.js';
+import type { CptConfig, Recipe, SftStage } from './schema.js';
 
 export interface CptBoundaries {
   /** Iteration at which warmup ends (0: no warmup phase). */
@@ -34,4 +34,9 @@ export function sftSteps(stage: Pick<SftStage, 'backend' | 'samples' | 'epochs' 
  */
 export function lastCheckpoint(backend: string, steps: number): number {
   return backend === 'slime' ? steps - 1 : steps;
+}
+
+/** Whether the recipe exports an FP8 model: `convert.fp8.enabled`, by default when training in FP8. */
+export function fp8Enabled(r: Pick<Recipe, 'convert' | 'precision'>): boolean {
+  return r.convert !== undefined && (r.convert.fp8.enabled ?? r.precision === 'fp8');
 }

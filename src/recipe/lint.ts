@@ -3,7 +3,7 @@
  * config can show, and stages that do not fit together. Each message says what goes wrong and what to change.
  * Errors stop `validate`/`plan`/`run`; warnings are printed and the recipe still runs.
  */
-import { cptBoundaries, sftSteps } from './derived.js';
+import { cptBoundaries, fp8Enabled, sftSteps } from './derived.js';
 import { error, warning, type Issue } from './issues.js';
 import type { Arch, Recipe } from './schema.js';
 import { didYouMean } from './suggest.js';
@@ -239,8 +239,6 @@ const lengths: Check = (r) => {
   for (const [b, bench] of Object.entries(r.eval?.benchmarks ?? {})) over(`eval.benchmarks.${b}.maxTokens`, bench.maxTokens);
   return out;
 };
-
-export const fp8Enabled = (r: Recipe) => r.convert !== undefined && (r.convert.fp8.enabled ?? r.precision === 'fp8');
 
 const exports: Check = (r) => {
   const out: Issue[] = [];
