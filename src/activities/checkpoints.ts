@@ -45,7 +45,8 @@ export function inspectCheckpointDir(dir: string): CheckpointInspection {
     const m = ITER_DIR.exec(name);
     if (!m) continue;
     const it = Number(m[1]);
-    const ok = it <= limit && existsSync(join(dir, name, 'metadata.json'));
+    // Iteration 0 is never loadable: Megatron asserts `iteration > 0 or release` when it reads the tracker.
+    const ok = it > 0 && it <= limit && existsSync(join(dir, name, 'metadata.json'));
     (ok ? complete : partial).push(it);
   }
   complete.sort((a, b) => a - b);

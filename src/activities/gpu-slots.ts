@@ -18,8 +18,12 @@ export class GpuSlots {
     while (this.free.length < k) {
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');
       await new Promise<void>((resolve) => {
-        this.waiters.push(resolve);
-        signal?.addEventListener('abort', () => resolve(), { once: true });
+        const wake = () => {
+          signal?.removeEventListener('abort', wake);
+          resolve();
+        };
+        this.waiters.push(wake);
+        signal?.addEventListener('abort', wake, { once: true });
       });
     }
     return this.free.splice(0, k);

@@ -8,6 +8,7 @@
  * lease (refreshed while the holder is alive) has expired.
  */
 import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { groupAlive, processStartTicks, terminateGroup } from './process-group.js';
@@ -15,6 +16,8 @@ import { groupAlive, processStartTicks, terminateGroup } from './process-group.j
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */
 export const LOCK_LEASE_MS = 120_000;
+/** A lock file that cannot be read yet (its creator is between create and write) is left alone this long. */
+const UNREADABLE_GRACE_MS = 5_000;
 
 export interface LockInfo {
   host: string;
@@ -25,6 +28,8 @@ export interface LockInfo {
   startTicks: number | null;
   owner: string;
   since: string;
+  /** Unique per acquisition: release removes only the lock it took. */
+  token: string;
 }
 
 export class LockBusyError extends Error {}
@@ -38,8 +43,8 @@ export class DirLock {
   /** Take the lock on `dir`, clearing out a dead or zombie holder. `onTakeover` hears about what was found. */
   static async acquire(dir: string, owner: string, onTakeover?: (msg: string) => void, killGraceMs?: number): Promise<DirLock> {
     const file = join(dir, LOCK_FILE);
-    const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString() };
-    for (let tries = 0; tries < 5; tries++) {
+    const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString(), token: randomUUID() };
+    for (let tries = 0; tries < 50; tries++) {
       try {
         const fd = openSync(file, 'wx');
         writeSync(fd, JSON.stringify(info));
@@ -61,6 +66,10 @@ export class DirLock {
           throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
+      } else if (Date.now() - mtimeMs(file) < UNREADABLE_GRACE_MS) {
+        // Just created by a contender that has not written it yet: wait for it rather than race it.
+        await new Promise((r) => setTimeout(r, 200));
+        continue;
       }
       // Stale: remove and race for a fresh create; only one contender's `wx` open can win.
       try {
@@ -92,7 +101,7 @@ export class DirLock {
 
   release(): void {
     const held = readLock(this.file);
-    if (held && held.host === this.info.host && held.workerPid === this.info.workerPid && held.since === this.info.since) {
+    if (held && held.token === this.info.token) {
       try {
         unlinkSync(this.file);
       } catch {

@@ -70,7 +70,8 @@ export function slimeParser(stepsPerIteration = 1): LineParser {
     if (saved) return { checkpointSaved: Number(saved[1]) };
     const step = SLIME_STEP.exec(line);
     if (step) {
-      const ev: ProgressEvent = { iteration: Math.floor(Number(step[1]) / stepsPerIteration) };
+      // Iterations count completed rollouts: `rollout k`, `step k` and `perf k` all belong to rollout k + 1.
+      const ev: ProgressEvent = { iteration: Math.floor(Number(step[1]) / stepsPerIteration) + 1 };
       const loss = dictValue(step[2] ?? '', 'train/loss');
       if (loss !== undefined) ev.loss = loss;
       return ev;

@@ -52,9 +52,16 @@ export function resultFile(runDir: string, stepId: string): string {
   return join(runDir, 'results', `${stepId}.json`);
 }
 
-/** Substitute the resume placeholders. */
-export function resumeArgv(argv: string[], iteration: number): string[] {
-  return argv.map((a) => a.replaceAll('{iteration}', String(iteration)).replaceAll('{nextIteration}', String(iteration + 1)));
+/**
+ * Fill a command's placeholders: `{attempt}` (unique ids per attempt, e.g. Ray submission ids) always;
+ * `{iteration}` / `{nextIteration}` with the checkpoint a resume starts from.
+ */
+export function fillArgv(argv: string[], attempt: number, iteration?: number): string[] {
+  return argv.map((a) => {
+    let out = a.replaceAll('{attempt}', String(attempt));
+    if (iteration !== undefined) out = out.replaceAll('{iteration}', String(iteration)).replaceAll('{nextIteration}', String(iteration + 1));
+    return out;
+  });
 }
 
 /** Is the step's completion criterion met on disk? */
@@ -123,11 +130,20 @@ export function createRunStep(opts: SupervisorOptions) {
       throw failure(step, 'config', what, progress);
     }
 
-    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
-    mkdirSync(lockDir, { recursive: true });
-    const lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, note, opts.killGraceMs);
+    // GPUs first, the lock second: a step waiting for GPUs must not hold its directory. Heartbeat while
+    // waiting, so a long wait is not mistaken for a dead worker.
+    const waitBeat = setInterval(() => ctx.heartbeat({ ...progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
     let gpuIds: string[] = [];
+    let lock: DirLock | null = null;
     try {
+      try {
+        gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
+        const lockDir = step.checkpoint?.dir ?? step.command.cwd;
+        mkdirSync(lockDir, { recursive: true });
+        lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, note, opts.killGraceMs);
+      } finally {
+        clearInterval(waitBeat);
+      }
       // Resume point: the newest complete checkpoint; partial saves are moved aside first.
       const insp = step.checkpoint ? inspectCheckpointDir(step.checkpoint.dir) : null;
       if (insp) {
@@ -141,9 +157,8 @@ export function createRunStep(opts: SupervisorOptions) {
       }
       const resumeFrom = step.resume && insp?.latestComplete != null ? insp.latestComplete : null;
       progress.resumedFrom = resumeFrom;
-      const argv = resumeFrom !== null && step.resume ? resumeArgv(step.resume.argv, resumeFrom) : step.command.argv;
+      const argv = resumeFrom !== null && step.resume ? fillArgv(step.resume.argv, attempt, resumeFrom) : fillArgv(step.command.argv, attempt);
 
-      gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
       const env: Record<string, string> = {
         ...step.command.env,
         PYTHONUNBUFFERED: '1',
@@ -177,7 +192,7 @@ export function createRunStep(opts: SupervisorOptions) {
       return await supervise(child, pgid, { step, input, progress, log, note, lock, opts, started, ctx });
     } finally {
       opts.gpus.release(gpuIds);
-      lock.release();
+      lock?.release();
       await closeStream(log);
     }
   };
@@ -290,6 +305,7 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   const exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   const signal = result.signal ?? null;
   note(`attempt ${s.input.attempt} ended: ${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`}${stoppedBy ? ` (stopped: ${stoppedBy})` : ''}`);
+  if (stoppedBy && step.onStop) await runOnStop(step, s.input.attempt, note);
 
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (exitCode === 0 && !sawSigtermExit && completionMet(step)) {
@@ -298,6 +314,16 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail });
   note(`attempt ${s.input.attempt} failed: ${cls}: ${reason}`);
   throw failure(step, cls, reason, progress);
+}
+
+/** How long a step's stop command (e.g. `ray job stop`) may take. */
+const ON_STOP_TIMEOUT_MS = 60_000;
+
+async function runOnStop(step: PlanStep, attempt: number, note: (msg: string) => void): Promise<void> {
+  const [file, ...args] = fillArgv(step.onStop!.argv, attempt);
+  if (!file) return;
+  const r = await execa(file, args, { cwd: step.command.cwd, env: step.command.env, reject: false, timeout: ON_STOP_TIMEOUT_MS, all: true });
+  note(`stop command ${[file, ...args].join(' ')}: exit ${r.exitCode ?? r.signal}${r.all ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`);
 }
 
 function finish(step: PlanStep, input: RunStepInput, progress: Progress, started: number): StepResult {

@@ -137,9 +137,12 @@ function profileArgs(p: SftStage['profile'], tensorboardDir: string): string[] {
 /** MISC_ARGS of both scripts. */
 const MISC = ['--attention-dropout', '0.0', '--hidden-dropout', '0.0', '--accumulate-allreduce-grads-in-fp32', '--attention-softmax-in-fp32', '--attention-backend', 'flash'];
 
-/** Ray job ids must be unique per cluster; a resume gets its own (FIXES slime-submission-id). */
+/**
+ * Ray job ids must be unique per cluster: every attempt gets its own, through the supervisor's `{attempt}`
+ * placeholder (FIXES slime-submission-id).
+ */
 export function submissionId(runId: string, stepId: string): string {
-  return `infir2-${runId}-${stepId.replace(/\./g, '-')}`;
+  return `infir2-${runId}-${stepId.replace(/\./g, '-')}-a{attempt}`;
 }
 
 /**
@@ -159,7 +162,9 @@ function rayJob(s: SlimeCommon, entry: string, runtimeEnv: Record<string, string
   ];
   return {
     command: { argv: [...submit(id), ...args], env: { ...CLIENT_ENV }, cwd: s.stepDir },
-    resume: { argv: [...submit(`${id}-r{nextIteration}`), ...args, '--start-rollout-id', '{nextIteration}'] },
+    resume: { argv: [...submit(id), ...args, '--start-rollout-id', '{nextIteration}'] },
+    // Killing the `ray job submit` client leaves the Ray job training: stop it by its id.
+    onStop: { argv: [s.software.ray, 'job', 'stop', `--address=${s.pool.rayAddress}`, id] },
     progress: { format: 'slime', totalIterations: rollouts },
     checkpoint: { layout: 'megatron', dir: s.saveDir },
     // slime numbers checkpoints by rollout id, from 0: the last is rollouts − 1 (docs §3.4).

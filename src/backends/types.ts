@@ -7,6 +7,8 @@ import type { Command, Completion, PlanStep, ProgressSpec, ResumeSpec, Checkpoin
 export interface StepBody {
   command: Command;
   resume: ResumeSpec | null;
+  /** Cleanup for work that outlives the local process (see PlanStep.onStop). */
+  onStop?: PlanStep['onStop'];
   progress: ProgressSpec;
   checkpoint: CheckpointSpec | null;
   completion: Completion;

@@ -15,7 +15,7 @@ import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constant
 import { connectClient } from '../temporal/connection.js';
 
 const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
-const RUN_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const RUN_ID = /^(?=.{1,63}$)[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 export function planSummary(plan: Plan): string {
   return `${plan.recipe} · ${plan.model} · ${plan.precision} · ${plan.steps.length} steps`;
@@ -34,7 +34,7 @@ export async function run(argv: string[]): Promise<number> {
   }, USAGE);
   const [recipeRef] = positionals('run', pos, ['recipe'], USAGE);
   const runId = values['run-id'] ?? defaultRunId();
-  if (!RUN_ID.test(runId)) throw new UsageError(`--run-id: expected lowercase letters, digits and dashes (at most 63), got '${runId}'`);
+  if (!RUN_ID.test(runId)) throw new UsageError(`--run-id: expected lowercase letters and digits in dash-separated words (at most 63 characters), got '${runId}'`);
   const plan = await loadPlan(recipeRef!, { sets: values.set ?? [], runId });
 
   const { client, connection } = await connectClient();

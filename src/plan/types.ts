@@ -18,6 +18,7 @@ export const STAGE_IDS = [
   'convert.fp8',
   'rl.stage1',
   'rl.stage2',
+  'convert.rl',
 ] as const;
 
 export type StepKind = 'cpt' | 'sft' | 'convert' | 'rl' | 'eval';
@@ -99,6 +100,12 @@ export interface PlanStep {
   outputs: Record<string, string>;
   command: Command;
   resume: ResumeSpec | null;
+  /**
+   * Run after the step's process group has been stopped before completing (cancel, stall, shutdown), for work
+   * that outlives the local process: e.g. `ray job stop <submission-id>`, since killing the `ray job submit`
+   * client leaves the Ray job training. null: stopping the process group is enough.
+   */
+  onStop?: { argv: string[] } | null;
   progress: ProgressSpec;
   checkpoint: CheckpointSpec | null;
   completion: Completion;

@@ -22,7 +22,7 @@ export function stepRow(s: StepState): string {
   const p = s.progress;
   const iter = p?.iteration != null ? `${p.iteration}${p.totalIterations != null ? `/${p.totalIterations}` : ''}` : '';
   const ckpt = p?.lastCheckpoint != null ? String(p.lastCheckpoint) : s.result?.iteration != null ? String(s.result.iteration) : '';
-  const failure = s.lastFailure ? `${s.lastFailure.class}: ${s.lastFailure.message}`.replace(/\|/g, '/').slice(0, 120) : '';
+  const failure = s.lastFailure ? `${s.lastFailure.class}: ${s.lastFailure.message}`.replace(/\|/g, '/').replace(/[\r\n]+/g, ' ').slice(0, 120) : '';
   const loss = fmtLoss(p?.loss ?? s.result?.loss);
   return `| ${s.id} | ${ICON[s.status]} ${s.status} | ${iter} | ${loss} | ${ckpt} | ${s.attempts} | ${failure} |`;
 }

@@ -163,6 +163,7 @@ describe('DirLock.setTrainer / touch / release', () => {
       startTicks: processStartTicks(trainer.pid),
       owner: 'a',
       since,
+      token: expect.any(String),
     });
     expect(readdirSync(dir)).toEqual([LOCK_FILE]); // no temp file left behind
     lock.release();
@@ -204,7 +205,8 @@ describe('DirLock.setTrainer / touch / release', () => {
   ])('does not remove a lock that now belongs to %s', async (_name, change) => {
     const lock = await DirLock.acquire(dir, 'a');
     const mine = readInfo();
-    const theirs = writeLock({ ...mine, owner: 'b', ...change });
+    // A later acquisition always has a token of its own; release matches the token, nothing else.
+    const theirs = writeLock({ ...mine, owner: 'b', token: 'theirs', ...change });
     lock.release();
     expect(readInfo()).toEqual(theirs);
   });

@@ -141,31 +141,31 @@ describe('slimeParser', () => {
   const ACTOR = '(MegatronTrainRayActor pid=123) ';
 
   it('reads the step and train/loss of an SFT step line behind the Ray prefix', () => {
-    expect(parse(`${ACTOR}step 12: {'train/loss': 0.5312, 'train/grad_norm': 1.25, 'train/lr-pg_0': 1e-06}`)).toEqual({ iteration: 12, loss: 0.5312 });
+    expect(parse(`${ACTOR}step 12: {'train/loss': 0.5312, 'train/grad_norm': 1.25, 'train/lr-pg_0': 1e-06}`)).toEqual({ iteration: 13, loss: 0.5312 });
   });
 
   it('takes train/loss, not train/pg_loss or train/kl_loss, from an RL step line', () => {
     const line =
       `${ACTOR}step 40: {'train/pg_loss': -0.0123, 'train/kl_loss': 0.004, 'train/loss': -0.0117, 'train/entropy_loss': 0.61, ` +
       `'train/pg_clipfrac': 0.002, 'train/ppo_kl': 1.5e-05, 'train/tis': 1.0, 'train/grad_norm': 0.08, 'train/lr-pg_0': 1e-06}`;
-    expect(parse(line)).toEqual({ iteration: 40, loss: -0.0117 });
+    expect(parse(line)).toEqual({ iteration: 41, loss: -0.0117 });
   });
 
   it('reads numpy reprs and exponents', () => {
-    expect(parse(`${ACTOR}step 3: {'train/loss': np.float64(0.25), 'train/grad_norm': np.float64(2.0)}`)).toEqual({ iteration: 3, loss: 0.25 });
-    expect(parse(`${ACTOR}step 4: {'train/loss': 1.5e-05}`)).toEqual({ iteration: 4, loss: 1.5e-5 });
+    expect(parse(`${ACTOR}step 3: {'train/loss': np.float64(0.25), 'train/grad_norm': np.float64(2.0)}`)).toEqual({ iteration: 4, loss: 0.25 });
+    expect(parse(`${ACTOR}step 4: {'train/loss': 1.5e-05}`)).toEqual({ iteration: 5, loss: 1.5e-5 });
   });
 
   it('reports the step without a loss when the dict has none (or it is nan)', () => {
-    expect(parse(`${ACTOR}step 5: {'train/grad_norm': 0.5}`)).toEqual({ iteration: 5 });
-    expect(parse(`${ACTOR}step 6: {'train/loss': nan, 'train/grad_norm': nan}`)).toEqual({ iteration: 6 });
+    expect(parse(`${ACTOR}step 5: {'train/grad_norm': 0.5}`)).toEqual({ iteration: 6 });
+    expect(parse(`${ACTOR}step 6: {'train/loss': nan, 'train/grad_norm': nan}`)).toEqual({ iteration: 7 });
   });
 
   it('divides the step by the steps per iteration', () => {
     const p4 = slimeParser(4);
-    expect(p4(`${ACTOR}step 0: {'train/loss': 1.0}`)).toEqual({ iteration: 0, loss: 1 });
-    expect(p4(`${ACTOR}step 13: {'train/loss': 1.0}`)).toEqual({ iteration: 3, loss: 1 });
-    expect(p4(`${ACTOR}step 16: {'train/loss': 1.0}`)).toEqual({ iteration: 4, loss: 1 });
+    expect(p4(`${ACTOR}step 0: {'train/loss': 1.0}`)).toEqual({ iteration: 1, loss: 1 });
+    expect(p4(`${ACTOR}step 13: {'train/loss': 1.0}`)).toEqual({ iteration: 4, loss: 1 });
+    expect(p4(`${ACTOR}step 16: {'train/loss': 1.0}`)).toEqual({ iteration: 5, loss: 1 });
   });
 
   it('counts a rollout line as that rollout done (id + 1), without throughput', () => {
@@ -181,11 +181,11 @@ describe('slimeParser', () => {
 
   it('handles the huge ids of a long RL run', () => {
     expect(parse(`${ACTOR}perf 10239: {'perf/tokens_per_gpu_per_sec': 1.0}`)).toMatchObject({ iteration: 10240 });
-    expect(parse(`${ACTOR}step 987654321: {'train/loss': 0.1}`)).toEqual({ iteration: 987654321, loss: 0.1 });
+    expect(parse(`${ACTOR}step 987654321: {'train/loss': 0.1}`)).toEqual({ iteration: 987654322, loss: 0.1 });
   });
 
   it("survives Ray's ANSI colour codes around the prefix", () => {
-    expect(parse(`\u001b[36m(MegatronTrainRayActor pid=123)\u001b[0m step 7: {'train/loss': 0.75}`)).toEqual({ iteration: 7, loss: 0.75 });
+    expect(parse(`\u001b[36m(MegatronTrainRayActor pid=123)\u001b[0m step 7: {'train/loss': 0.75}`)).toEqual({ iteration: 8, loss: 0.75 });
   });
 
   it('reports a Megatron save line from the actor as a checkpoint', () => {
@@ -205,9 +205,8 @@ describe('slimeParser', () => {
     expect(parse(line)).toBeNull();
   });
 
-  // BUG (see report): slime logs `rollout k`, then the training `step k` (k = rollout_id × steps_per_rollout + step,
-  // one step per rollout in the InfiR2 scripts), then `perf k`, all for the same rollout id k. The parser maps the
-  // rollout and perf lines to k + 1 but the step line to k, so the reported iteration goes 6, 5, 6 within one rollout.
+  // slime logs `rollout k`, then the training `step k` (k = rollout_id × steps_per_rollout + step, one step per
+  // rollout in the InfiR2 scripts), then `perf k`, all for rollout id k: all three must report k + 1 completed.
   it('never moves progress backwards within one rollout (rollout k, step k, perf k)', () => {
     const seq = [
       `${ACTOR}rollout 5: {'rollout/raw_reward': 0.4}`,
@@ -243,7 +242,7 @@ describe('parseEvalscopeLine', () => {
 describe('parserFor', () => {
   it('picks the parser of each format', () => {
     expect(parserFor('megatron')(EXAMPLE)).toMatchObject({ iteration: 100, loss: 2.345678 });
-    expect(parserFor('slime')("step 2: {'train/loss': 0.5}")).toEqual({ iteration: 2, loss: 0.5 });
+    expect(parserFor('slime')("step 2: {'train/loss': 0.5}")).toEqual({ iteration: 3, loss: 0.5 });
     expect(parserFor('slime')(EXAMPLE)).toBeNull();
     expect(parserFor('evalscope')('x:  1%| | 1/100 [00:01<?, ?it/s]')).toEqual({ iteration: 1, totalIterations: 100 });
     expect(parserFor('evalscope')(EXAMPLE)).toBeNull();

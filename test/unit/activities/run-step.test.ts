@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { iterDirName, TRACKER_FILE, type CheckpointInspection } from '../../../src/activities/checkpoints.js';
-import { completionMet, logFile, readMetrics, resultFile, resumeArgv } from '../../../src/activities/run-step.js';
+import { completionMet, logFile, readMetrics, resultFile, fillArgv } from '../../../src/activities/run-step.js';
 import type { Completion, PlanStep } from '../../../src/plan/types.js';
 
 let tmp: string;
@@ -46,25 +46,30 @@ function saved(root: string, n: number, metadata = true): void {
   if (metadata) writeFileSync(join(d, 'metadata.json'), '{}');
 }
 
-describe('resumeArgv', () => {
+describe('fillArgv', () => {
   it('substitutes {iteration} and {nextIteration} everywhere, also inside arguments', () => {
     const argv = ['python', 'train.py', '--ckpt-step', '{iteration}', '--start-rollout-id', '{nextIteration}', '--tag=run-{iteration}-{iteration}', '--x={nextIteration}'];
-    expect(resumeArgv(argv, 35000)).toEqual(['python', 'train.py', '--ckpt-step', '35000', '--start-rollout-id', '35001', '--tag=run-35000-35000', '--x=35001']);
+    expect(fillArgv(argv, 1, 35000)).toEqual(['python', 'train.py', '--ckpt-step', '35000', '--start-rollout-id', '35001', '--tag=run-35000-35000', '--x=35001']);
   });
 
   it('leaves an argv without placeholders as it is, and does not change its input', () => {
     const argv = ['torchrun', '--nproc-per-node', '8', 'pretrain_gpt.py', '--load', '/ckpt', '{other}', '{ITERATION}'];
     const copy = [...argv];
-    expect(resumeArgv(argv, 7)).toEqual(copy);
+    expect(fillArgv(argv, 1, 7)).toEqual(copy);
     expect(argv).toEqual(copy);
     const withPh = ['--ckpt-step', '{iteration}'];
-    resumeArgv(withPh, 7);
+    fillArgv(withPh, 1, 7);
     expect(withPh).toEqual(['--ckpt-step', '{iteration}']);
   });
 
+  it('fills {attempt} always, and leaves resume placeholders alone on a fresh start', () => {
+    expect(fillArgv(['--submission-id=job-a{attempt}', '--ckpt-step', '{iteration}'], 3)).toEqual(['--submission-id=job-a3', '--ckpt-step', '{iteration}']);
+    expect(fillArgv(['x-{attempt}-{nextIteration}'], 2, 9)).toEqual(['x-2-10']);
+  });
+
   it('handles iteration 0 and large iterations', () => {
-    expect(resumeArgv(['{iteration}', '{nextIteration}'], 0)).toEqual(['0', '1']);
-    expect(resumeArgv(['{iteration}', '{nextIteration}'], 9999999999)).toEqual(['9999999999', '10000000000']);
+    expect(fillArgv(['{iteration}', '{nextIteration}'], 1, 0)).toEqual(['0', '1']);
+    expect(fillArgv(['{iteration}', '{nextIteration}'], 1, 9999999999)).toEqual(['9999999999', '10000000000']);
   });
 });
 
