@@ -22,6 +22,7 @@ import { inspectCheckpointDir, quarantinePartials, type CheckpointInspection } f
 import { classifyExit } from './classify.js';
 import type { GpuSlots } from './gpu-slots.js';
 import { DirLock } from './lock.js';
+import { fingerprintOutputs } from './outputs.js';
 import { terminateGroup } from './process-group.js';
 import { parserFor } from './progress-parsers.js';
 
@@ -337,6 +338,7 @@ function finish(step: PlanStep, input: RunStepInput, progress: Progress, started
     resumedFrom: progress.resumedFrom,
     durationSec: (Date.now() - started) / 1000,
     finishedAt: new Date().toISOString(),
+    fingerprint: fingerprintOutputs(step),
   };
   const file = resultFile(input.runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });

@@ -51,6 +51,8 @@ export interface StepResult {
   resumedFrom: number | null;
   durationSec: number;
   finishedAt: string;
+  /** Digest of the outputs (paths, sizes, mtimes) when the step finished; `resume` keeps it only if unchanged. */
+  fingerprint: string | null;
 }
 
 export interface RunStatus {

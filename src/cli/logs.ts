@@ -1,0 +1,68 @@
+/**
+ * `infir2 logs <run> [--stage ID] [--follow]`: the steps' process output, from `<run>/logs/<step>.log` (every
+ * attempt, with `[infir2 …]` lines marking starts, resumes, kills). `--follow` streams until the run ends.
+ */
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseVerbArgs, positionals } from './args.js';
+import { UsageError } from './errors.js';
+import { connectClient } from '../temporal/connection.js';
+import { resolveRun } from '../temporal/runs.js';
+import { statusQuery } from '../workflows/definitions.js';
+
+const USAGE = 'infir2 logs <run> [--stage ID] [--follow]';
+const POLL_MS = 500;
+
+/** Print what was appended to `file` since `offset`; returns the new offset. */
+function pump(file: string, offset: number): number {
+  if (!existsSync(file)) return offset;
+  const size = statSync(file).size;
+  if (size <= offset) return offset;
+  const fd = openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(Math.min(size - offset, 1 << 20));
+    const n = readSync(fd, buf, 0, buf.length, offset);
+    process.stdout.write(buf.subarray(0, n));
+    return offset + n;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('logs', argv, { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } }, USAGE);
+  const [ref] = positionals('logs', pos, ['run'], USAGE);
+  const { client, connection } = await connectClient();
+  try {
+    const r = await resolveRun(client, ref!);
+    const st = await r.handle.query(statusQuery);
+    const ids = st.steps.map((s) => s.id);
+    if (values.stage && !ids.includes(values.stage)) {
+      throw new UsageError(`--stage: no step '${values.stage}' in ${r.workflowId} (steps: ${ids.join(', ')})`);
+    }
+    const wanted = values.stage ? [values.stage] : ids;
+    const file = (id: string) => join(st.runDir, 'logs', `${id}.log`);
+    if (!values.follow) {
+      for (const id of wanted) {
+        if (!existsSync(file(id))) continue;
+        if (!values.stage) process.stdout.write(`==> ${id} <==\n`);
+        pump(file(id), 0);
+      }
+      return 0;
+    }
+    const offsets = new Map(wanted.map((id) => [id, 0]));
+    let stop = false;
+    process.once('SIGINT', () => (stop = true));
+    for (;;) {
+      for (const id of wanted) offsets.set(id, pump(file(id), offsets.get(id)!));
+      const running = (await r.handle.describe()).status.name === 'RUNNING';
+      if (!running || stop) {
+        for (const id of wanted) pump(file(id), offsets.get(id)!);
+        return 0;
+      }
+      await new Promise((res) => setTimeout(res, POLL_MS));
+    }
+  } finally {
+    await connection.close();
+  }
+}

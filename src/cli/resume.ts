@@ -1,0 +1,87 @@
+/**
+ * `infir2 resume <run> [--from ID] [--dry-run]`: continue a failed or cancelled run as a new execution of the
+ * same workflow id. Completed steps whose outputs still verify are kept; the failed step continues from its
+ * newest complete checkpoint; `--from` reruns that step and everything after it. `--dry-run` prints the
+ * decision per step and changes nothing.
+ */
+import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { parseVerbArgs, positionals } from './args.js';
+import { workflowUrl } from './embedded.js';
+import { UsageError } from './errors.js';
+import { follow } from './follow.js';
+import { planDetails, planSummary } from './run.js';
+import { table } from './status-view.js';
+import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../activities/resume-check.js';
+import type { Plan } from '../plan/types.js';
+import { ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
+import { connectClient } from '../temporal/connection.js';
+import { resolveRun, type RunRef } from '../temporal/runs.js';
+import { statusQuery } from '../workflows/definitions.js';
+
+const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
+
+/** The Plan the run was started with: the first argument in its start event. */
+export async function startedPlan(ref: RunRef): Promise<Plan> {
+  const history = await ref.handle.fetchHistory();
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  if (!payload) throw new Error(`cannot read the plan of ${ref.workflowId} from its history`);
+  return defaultPayloadConverter.fromPayload(payload as never) as Plan;
+}
+
+export function renderDecisions(ds: ResumeDecision[]): string {
+  const rows = [['STEP', 'ACTION', 'WHY'], ...ds.map((d) => [d.stepId, d.action === 'resume' ? `resume from ${d.iteration}` : d.action, d.reason])];
+  return table(rows);
+}
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('resume', argv, {
+    from: { type: 'string' },
+    'dry-run': { type: 'boolean' },
+    detach: { type: 'boolean' },
+  }, USAGE);
+  const [ref] = positionals('resume', pos, ['run'], USAGE);
+  const { client, connection } = await connectClient();
+  try {
+    return await resume(client, ref!, { from: values.from, dryRun: values['dry-run'] ?? false, detach: values.detach ?? false });
+  } finally {
+    await connection.close();
+  }
+}
+
+async function resume(client: Client, refText: string, o: { from?: string; dryRun: boolean; detach: boolean }): Promise<number> {
+  const ref = await resolveRun(client, refText);
+  const desc = await ref.handle.describe();
+  const wfStatus = desc.status.name;
+  if (wfStatus === 'RUNNING') throw new UsageError(`${ref.workflowId} is still running; cancel it first (\`infir2 cancel ${ref.workflowId}\`)`);
+  if (wfStatus === 'COMPLETED' && !o.from) throw new UsageError(`${ref.workflowId} completed; nothing to resume (use --from STEP to rerun from a step)`);
+  const plan = await startedPlan(ref);
+  if (o.from && !plan.steps.some((s) => s.id === o.from)) {
+    throw new UsageError(`--from: no step '${o.from}' in ${ref.workflowId} (steps: ${plan.steps.map((s) => s.id).join(', ')})`);
+  }
+  const status = await ref.handle.query(statusQuery);
+  const decisions = decideResume(plan, status, { from: o.from });
+  process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
+  if (o.dryRun) return 0;
+
+  const moved = clearForRerun(plan, decisions, `${Date.now()}`);
+  for (const m of moved) process.stdout.write(`moved aside: ${m}\n`);
+  await client.workflow.start('recipeRun', {
+    taskQueue: ORCHESTRATOR_TASK_QUEUE,
+    workflowId: ref.workflowId,
+    args: [plan, { keep: keptResults(status, decisions) }],
+    staticSummary: `${planSummary(plan)} · resumed`,
+    staticDetails: `${planDetails(plan)}\n\nresumed from execution \`${desc.runId}\`:\n\n${decisions.map((d) => `- ${d.stepId}: ${d.action}${d.iteration !== null && d.action === 'resume' ? ` from ${d.iteration}` : ''} (${d.reason})`).join('\n')}`,
+    memo: { resumedFrom: desc.runId },
+    typedSearchAttributes: [
+      { key: SA.recipeName, value: plan.recipe },
+      { key: SA.precision, value: plan.precision },
+      { key: SA.runId, value: plan.runId },
+      { key: SA.stage, value: [] },
+    ],
+  });
+  process.stdout.write(`resumed ${ref.workflowId}\n`);
+  const url = workflowUrl(ref.workflowId);
+  if (url) process.stdout.write(`watch:   ${url}\n`);
+  return o.detach ? 0 : follow(client, ref.workflowId);
+}
