@@ -1,0 +1,122 @@
+/**
+ * `infir2 resume`, `status --json`, `list --json` and `logs` through the built CLI against a real dev server:
+ * a run that fails in sft.stage2 after its retries is resumed without rerunning anything before it, the
+ * dry run says what then happens, and deleted outputs are rerun, never trusted.
+ */
+import { execFile } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakePlan, fakeStep, journal, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+
+const exec = promisify(execFile);
+let env: Env;
+
+async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await exec(process.execPath, [join(ROOT, 'bin', 'infir2.js'), ...args], {
+      env: { ...process.env, TEMPORAL_ADDRESS: env.server.address },
+      timeout: 120_000,
+    });
+    return { code: 0, ...r };
+  } catch (err) {
+    const e = err as { code: number; stdout: string; stderr: string };
+    return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+  }
+}
+
+beforeAll(async () => {
+  env = await setupEnv('resume');
+  await env.startWorker();
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+/** cpt.warmup → sft.stage1 → sft.stage2 (crashes twice, budget 1: the run fails) → eval.x */
+async function failingRun(name: string) {
+  const runDir = tmpRunDir(env, name);
+  const plan = fakePlan(runDir, name, [
+    fakeStep({ id: 'cpt.warmup', runDir, iters: 6 }),
+    fakeStep({ id: 'sft.stage1', runDir, iters: 4, dependsOn: ['cpt.warmup'] }),
+    fakeStep({ id: 'sft.stage2', runDir, iters: 12, saveInterval: 3, faults: ['crash@8', 'crash@9'], retries: { crash: 1 }, dependsOn: ['sft.stage1'] }),
+    fakeStep({ id: 'eval.x', runDir, files: true, dependsOn: ['sft.stage2'] }),
+  ]);
+  const h = await startPlan(env, plan);
+  await expect(h.result()).rejects.toThrow();
+  return { runDir, workflowId: h.workflowId };
+}
+
+function decisions(stdout: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of stdout.split('\n')) {
+    const m = /^(\S+)\s{2,}(keep|rerun|resume from \d+)\s{2,}/.exec(line);
+    if (m) out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
+describe('infir2 resume', () => {
+  it('keeps finished steps, continues the failed one from its checkpoint, and does what the dry run said', async () => {
+    const { runDir, workflowId } = await failingRun('resume-a');
+    const status = JSON.parse((await cli(['status', workflowId, '--json'])).stdout) as { status: string; steps: { id: string; status: string; attempts: number }[] };
+    expect(status.status).toBe('failed');
+    expect(status.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'failed', 'skipped']);
+    expect(status.steps[2]!.attempts).toBe(2);
+
+    const dry = await cli(['resume', workflowId, '--dry-run']);
+    expect(dry.code).toBe(0);
+    const said = decisions(dry.stdout);
+    expect(said).toEqual({ 'cpt.warmup': 'keep', 'sft.stage1': 'keep', 'sft.stage2': 'resume from 6', 'eval.x': 'rerun' });
+
+    const before = { cpt: journal(runDir, 'cpt.warmup').length, sft1: journal(runDir, 'sft.stage1').length };
+    const stage2Pids = new Set(journal(runDir, 'sft.stage2').map((e) => e.pid));
+    const r = await cli(['resume', workflowId]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+
+    // What the dry run said is what happened: no CPT or sft.stage1 process ran again...
+    expect(journal(runDir, 'cpt.warmup').length).toBe(before.cpt);
+    expect(journal(runDir, 'sft.stage1').length).toBe(before.sft1);
+    // ...and sft.stage2's new process started at iteration 7, right after checkpoint 6.
+    const fresh = journal(runDir, 'sft.stage2').filter((e) => !stage2Pids.has(e.pid));
+    expect(fresh[0]?.iteration).toBe(7);
+    expect(fresh.at(-1)?.iteration).toBe(12);
+    const after = JSON.parse((await cli(['status', workflowId, '--json'])).stdout) as { status: string; steps: { id: string; status: string }[] };
+    expect(after.status).toBe('completed');
+    expect(after.steps.map((s) => s.status)).toEqual(['kept', 'kept', 'completed', 'completed']);
+
+    const logs = await cli(['logs', workflowId, '--stage', 'sft.stage2']);
+    expect(logs.stdout).toContain('resuming from iteration 6');
+    const list = JSON.parse((await cli(['list', '--json'])).stdout) as { workflowId: string; status: string }[];
+    expect(list.find((x) => x.workflowId === workflowId)?.status).toBe('completed');
+  });
+
+  it('reruns a finished step whose outputs were deleted, and everything after it', async () => {
+    const { runDir, workflowId } = await failingRun('resume-b');
+    rmSync(join(runDir, 'sft.stage1', 'checkpoints', 'iter_0000004'), { recursive: true });
+    const dry = await cli(['resume', workflowId, '--dry-run']);
+    expect(decisions(dry.stdout)).toEqual({ 'cpt.warmup': 'keep', 'sft.stage1': 'rerun', 'sft.stage2': 'rerun', 'eval.x': 'rerun' });
+    expect(dry.stdout).toContain('its outputs were deleted');
+    const cptRuns = journal(runDir, 'cpt.warmup').length;
+    const r = await cli(['resume', workflowId]);
+    expect(r.code).toBe(0);
+    expect(journal(runDir, 'cpt.warmup').length).toBe(cptRuns);
+    // sft.stage1 ran again from scratch: its last process computed iterations 1..4.
+    const sft1 = journal(runDir, 'sft.stage1');
+    const lastPid = sft1.at(-1)!.pid;
+    expect(sft1.filter((e) => e.pid === lastPid).map((e) => e.iteration)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('refuses to resume a running run, and a completed one without --from', async () => {
+    const runDir = tmpRunDir(env, 'resume-c');
+    const h = await startPlan(env, fakePlan(runDir, 'resume-c', [fakeStep({ id: 'cpt.warmup', runDir, iters: 200, sleep: 0.1 })]));
+    await waitFor('training', () => journal(runDir, 'cpt.warmup').length > 0);
+    const r = await cli(['resume', h.workflowId]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('is still running');
+    await h.cancel();
+  });
+});
