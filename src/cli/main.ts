@@ -14,6 +14,7 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; help: string }> =
   run: { load: () => import('./run.js'), help: 'run <recipe> [--detach] [--run-id ID] [--set k=v]  start a run' },
   status: { load: () => import('./status.js'), help: 'status <run> [--json]             per-stage status of a run' },
   resume: { load: () => import('./resume.js'), help: 'resume <run> [--from STEP] [--dry-run]  continue a failed or cancelled run' },
+  fork: { load: () => import('./fork.js'), help: 'fork <run> --stage cpt.decay --from-iteration N  a new run decaying from stable checkpoint N' },
   list: { load: () => import('./list.js'), help: 'list [--json] [--recipe NAME]     runs, newest first' },
   logs: { load: () => import('./logs.js'), help: 'logs <run> [--stage ID] [--follow]  the steps\' process output' },
   cancel: { load: () => import('./cancel.js'), help: 'cancel <run>                      cancel a run; no training process is left behind' },

@@ -2,14 +2,14 @@
  * `infir2 run <recipe> [--detach] [--run-id ID] [--set k=v]...`: compile the recipe, start its recipeRun,
  * print the run id and Web UI link; without --detach, follow it live and exit 0 on success, 1 on failure.
  */
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from './errors.js';
 import { follow } from './follow.js';
-import { defaultRunId, loadPlan } from './recipe-input.js';
+import { defaultRunId, loadCompiled } from './recipe-input.js';
 import type { Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
@@ -33,47 +33,68 @@ export async function run(argv: string[]): Promise<number> {
     set: { type: 'string', multiple: true },
   }, USAGE);
   const [recipeRef] = positionals('run', pos, ['recipe'], USAGE);
-  const runId = values['run-id'] ?? defaultRunId();
-  if (!RUN_ID.test(runId)) throw new UsageError(`--run-id: expected lowercase letters and digits in dash-separated words (at most 63 characters), got '${runId}'`);
-  const plan = await loadPlan(recipeRef!, { sets: values.set ?? [], runId });
-
+  const runId = checkRunId(values['run-id'] ?? defaultRunId());
+  const compiled = await loadCompiled(recipeRef!, { sets: values.set ?? [], runId });
   const { client, connection } = await connectClient();
   try {
-    const workflowId = runWorkflowId(plan.recipe, plan.runId);
-    if (existsSync(join(plan.runDir, 'plan.json'))) {
-      throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
-    }
-    mkdirSync(plan.runDir, { recursive: true });
-    const planFile = join(plan.runDir, 'plan.json');
-    writeFileSync(`${planFile}.tmp`, JSON.stringify(plan, null, 2) + '\n');
-    renameSync(`${planFile}.tmp`, planFile);
-    try {
-      await client.workflow.start('recipeRun', {
-        taskQueue: ORCHESTRATOR_TASK_QUEUE,
-        workflowId,
-        args: [plan, {}],
-        staticSummary: planSummary(plan),
-        staticDetails: planDetails(plan),
-        typedSearchAttributes: [
-          { key: SA.recipeName, value: plan.recipe },
-          { key: SA.precision, value: plan.precision },
-          { key: SA.runId, value: plan.runId },
-          { key: SA.stage, value: [] },
-        ],
-      });
-    } catch (err) {
-      if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists; pick another --run-id`);
-      throw err;
-    }
-    process.stdout.write(`started ${workflowId}\n`);
-    const url = workflowUrl(workflowId);
-    if (url) process.stdout.write(`watch:   ${url}\n`);
-    if (values.detach) {
-      process.stdout.write(`status:  npx infir2 status ${workflowId}\n`);
-      return 0;
-    }
-    return await follow(client, workflowId);
+    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false });
   } finally {
     await connection.close();
   }
+}
+
+export function checkRunId(runId: string): string {
+  if (!RUN_ID.test(runId)) throw new UsageError(`--run-id: expected lowercase letters and digits in dash-separated words (at most 63 characters), got '${runId}'`);
+  return runId;
+}
+
+export interface StartOptions {
+  detach: boolean;
+  /** One more line for the Web UI's details (e.g. what a fork started from). */
+  note?: string;
+}
+
+/**
+ * Record the plan and the resolved recipe in the run directory (what `resume` and `fork` read back), start the
+ * recipeRun, print its id and link, and follow it unless detached.
+ */
+export async function startRun(client: Client, plan: Plan, recipe: unknown, o: StartOptions): Promise<number> {
+  const workflowId = runWorkflowId(plan.recipe, plan.runId);
+  if (existsSync(join(plan.runDir, 'plan.json'))) {
+    throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
+  }
+  mkdirSync(plan.runDir, { recursive: true });
+  writeJsonAtomic(join(plan.runDir, 'recipe.json'), recipe);
+  writeJsonAtomic(join(plan.runDir, 'plan.json'), plan);
+  try {
+    await client.workflow.start('recipeRun', {
+      taskQueue: ORCHESTRATOR_TASK_QUEUE,
+      workflowId,
+      args: [plan, {}],
+      staticSummary: planSummary(plan),
+      staticDetails: planDetails(plan) + (o.note ? `\n\n${o.note}` : ''),
+      typedSearchAttributes: [
+        { key: SA.recipeName, value: plan.recipe },
+        { key: SA.precision, value: plan.precision },
+        { key: SA.runId, value: plan.runId },
+        { key: SA.stage, value: [] },
+      ],
+    });
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists; pick another --run-id`);
+    throw err;
+  }
+  process.stdout.write(`started ${workflowId}\n`);
+  const url = workflowUrl(workflowId);
+  if (url) process.stdout.write(`watch:   ${url}\n`);
+  if (o.detach) {
+    process.stdout.write(`status:  npx infir2 status ${workflowId}\n`);
+    return 0;
+  }
+  return follow(client, workflowId);
+}
+
+function writeJsonAtomic(file: string, data: unknown): void {
+  writeFileSync(`${file}.tmp`, JSON.stringify(data, null, 2) + '\n');
+  renameSync(`${file}.tmp`, file);
 }

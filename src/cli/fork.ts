@@ -1,0 +1,61 @@
+/**
+ * `infir2 fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set k=v]...`: a new run whose decay
+ * (and everything after it) starts from stable checkpoint N of the source run. The source run's files are only
+ * read: the decay loads `--load <source cpt root> --ckpt-step N` and saves into the new run's directory.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseVerbArgs, positionals } from './args.js';
+import { UsageError } from './errors.js';
+import { loadCompiled } from './recipe-input.js';
+import { startedPlan } from './resume.js';
+import { checkRunId, startRun } from './run.js';
+import { inspectCheckpointDir } from '../activities/checkpoints.js';
+import { connectClient } from '../temporal/connection.js';
+import { resolveRun } from '../temporal/runs.js';
+
+const USAGE = 'infir2 fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set key=value]... [--detach]';
+/** The only stage a fork can start at today: the decay of the CPT lineage. */
+const FORKABLE = 'cpt.decay';
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: pos } = parseVerbArgs('fork', argv, {
+    stage: { type: 'string' },
+    'from-iteration': { type: 'string' },
+    'run-id': { type: 'string' },
+    set: { type: 'string', multiple: true },
+    detach: { type: 'boolean' },
+  }, USAGE);
+  const [ref] = positionals('fork', pos, ['run'], USAGE);
+  if (values.stage !== FORKABLE) throw new UsageError([`fork: --stage must be ${FORKABLE} (got ${values.stage ?? 'nothing'})`, `usage: ${USAGE}`]);
+  const iteration = Number(values['from-iteration']);
+  if (!Number.isInteger(iteration) || iteration <= 0) {
+    throw new UsageError([`fork: --from-iteration must be a positive whole number (got ${values['from-iteration'] ?? 'nothing'})`, `usage: ${USAGE}`]);
+  }
+  const { client, connection } = await connectClient();
+  try {
+    const src = await resolveRun(client, ref!);
+    const srcPlan = await startedPlan(src);
+    const stable = srcPlan.steps.find((s) => s.id === 'cpt.stable');
+    if (!stable?.checkpoint) throw new UsageError(`${src.workflowId} has no cpt.stable step to fork from`);
+    const insp = inspectCheckpointDir(stable.checkpoint.dir);
+    if (!insp.complete.includes(iteration)) {
+      throw new UsageError(
+        `--from-iteration: ${stable.checkpoint.dir} has no complete checkpoint ${iteration} (complete: ${insp.complete.join(', ') || 'none'})`,
+      );
+    }
+    const recipeFile = join(srcPlan.runDir, 'recipe.json');
+    if (!existsSync(recipeFile)) throw new UsageError(`${src.workflowId}: its resolved recipe ${recipeFile} is missing`);
+    const runId = checkRunId(values['run-id'] ?? `${srcPlan.runId}-fork${iteration}`);
+    const compiled = await loadCompiled(recipeFile, {
+      sets: values.set ?? [],
+      runId,
+      fork: { sourceCheckpointDir: stable.checkpoint.dir, iteration },
+    });
+    const note = `forked from \`${src.workflowId}\`: cpt.decay starts from stable checkpoint ${iteration} of \`${stable.checkpoint.dir}\``;
+    process.stdout.write(`${note.replace(/`/g, '')}\n`);
+    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false, note });
+  } finally {
+    await connection.close();
+  }
+}
