@@ -1,43 +1,56 @@
 /**
- * Follow a run until it ends: a line whenever a step's status, iteration or checkpoint changes (issue 5 turns
- * this into redrawn progress bars). Ctrl-C detaches; the run goes on.
+ * Follow a run until it ends. On a terminal, a block of one line per step (bar, iteration/total, loss, ETA) is
+ * redrawn in place; otherwise a plain line is printed whenever a step's status, attempt or checkpoint changes.
+ * Ctrl-C detaches: the run goes on, and the way back is printed.
  */
 import type { Client } from '@temporalio/client';
+import { progressBlock, RateTracker } from './progress-view.js';
 import { renderStatusTable } from './status-view.js';
 import { resolveRun, runStatus } from '../temporal/runs.js';
 
 const POLL_MS = 1_000;
 
-export async function follow(client: Client, workflowId: string): Promise<number> {
+export async function follow(client: Client, workflowId: string, out: NodeJS.WriteStream = process.stdout): Promise<number> {
   const ref = await resolveRun(client, workflowId);
+  const tty = Boolean(out.isTTY) && !process.env.CI;
   let detached = false;
   const onInt = () => {
     detached = true;
   };
   process.once('SIGINT', onInt);
+  const rates = new RateTracker();
   const seen = new Map<string, string>();
+  let drawn = 0;
   try {
     for (;;) {
       const st = await runStatus(client, ref);
-      for (const s of st.steps) {
-        const p = s.progress;
-        const key = `${s.status}|${p?.iteration ?? ''}|${p?.lastCheckpoint ?? ''}|${s.attempts}`;
-        if (seen.get(s.id) === key) continue;
-        const prevStatus = seen.get(s.id)?.split('|')[0];
-        seen.set(s.id, key);
-        if (s.status === 'pending') continue;
-        if (s.status === 'running' && prevStatus === 'running' && p?.iteration != null && p.lastCheckpoint === null) continue;
-        const iter = p?.iteration != null ? ` ${p.iteration}/${p.totalIterations ?? '?'}` : '';
-        const loss = p?.loss != null ? ` loss ${p.loss.toPrecision(4)}` : '';
-        const fail = s.lastFailure && s.status !== 'completed' ? ` (${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 100)})` : '';
-        process.stdout.write(`${s.id.padEnd(14)} ${s.status}${iter}${loss}${s.attempts > 1 ? ` attempt ${s.attempts}` : ''}${fail}\n`);
+      const now = Date.now();
+      for (const s of st.steps) rates.observe(s.id, s.progress?.iteration, now);
+      if (tty) {
+        const lines = progressBlock(st.steps, rates);
+        // Move up over the previous block and redraw it line by line, clearing leftovers.
+        if (drawn) out.write(`\x1b[${drawn}F`);
+        out.write(lines.map((l) => `\x1b[2K${l.slice(0, (out.columns || 120) - 1)}\n`).join(''));
+        drawn = lines.length;
+      } else {
+        for (const s of st.steps) {
+          const p = s.progress;
+          const key = `${s.status}|${p?.lastCheckpoint ?? ''}|${s.attempts}`;
+          if (seen.get(s.id) === key || s.status === 'pending') continue;
+          seen.set(s.id, key);
+          const iter = p?.iteration != null ? ` ${p.iteration}/${p.totalIterations ?? '?'}` : '';
+          const loss = p?.loss != null ? ` loss ${p.loss.toPrecision(4)}` : '';
+          const ckpt = s.status === 'running' && p?.lastCheckpoint != null ? ` checkpoint ${p.lastCheckpoint}` : '';
+          const fail = s.lastFailure && s.status !== 'completed' ? ` (${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 100)})` : '';
+          out.write(`${s.id.padEnd(14)} ${s.status}${iter}${loss}${ckpt}${s.attempts > 1 ? ` attempt ${s.attempts}` : ''}${fail}\n`);
+        }
       }
       if (st.workflowStatus !== 'RUNNING') {
-        process.stdout.write('\n' + renderStatusTable(workflowId, st) + '\n');
+        out.write('\n' + renderStatusTable(workflowId, st) + '\n');
         return st.status === 'completed' ? 0 : 1;
       }
       if (detached) {
-        process.stdout.write(`\ndetached; the run goes on.\n  reattach: npx infir2 status ${workflowId}\n  cancel:   npx infir2 cancel ${workflowId}\n`);
+        out.write(`\ndetached; the run goes on.\n  reattach: npx infir2 status ${workflowId}   (or: npx infir2 logs ${workflowId} --follow)\n  cancel:   npx infir2 cancel ${workflowId}\n`);
         return 0;
       }
       await new Promise((r) => setTimeout(r, POLL_MS));

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest';
+import { bar, formatDuration, progressBlock, progressLine, RateTracker } from '../../../src/cli/progress-view.js';
+import type { StepState } from '../../../src/workflows/definitions.js';
+
+function step(over: Partial<StepState> & { id: string }): StepState {
+  return { status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null, ...over };
+}
+
+const progress = (iteration: number, totalIterations: number, loss: number | null = null) => ({
+  iteration, totalIterations, loss, throughput: null, throughputUnit: null, lastCheckpoint: null, resumedFrom: null, attempt: 1, pid: 1, updatedAt: '',
+});
+
+describe('live progress lines', () => {
+  it('draws a bar proportional to progress, clamped to the width', () => {
+    expect(bar(0, 10, 10)).toBe('[----------]');
+    expect(bar(5, 10, 10)).toBe('[#####-----]');
+    expect(bar(12, 10, 10)).toBe('[##########]');
+    expect(bar(3, 0, 4)).toBe('[----]');
+  });
+
+  it('formats durations as m:ss or h:mm:ss', () => {
+    expect(formatDuration(0)).toBe('0:00');
+    expect(formatDuration(61)).toBe('1:01');
+    expect(formatDuration(3 * 3600 + 5)).toBe('3:00:05');
+    expect(formatDuration(Number.NaN)).toBe('--:--');
+  });
+
+  it('measures the rate from observations and restarts after a resume moves the iteration back', () => {
+    const r = new RateTracker();
+    r.observe('a', 10, 0);
+    expect(r.rate('a')).toBeNull();
+    r.observe('a', 30, 10_000);
+    expect(r.rate('a')).toBe(2);
+    r.observe('a', 20, 11_000); // resumed from an earlier checkpoint
+    r.observe('a', 22, 12_000);
+    expect(r.rate('a')).toBe(2);
+  });
+
+  it('shows a running step with bar, iteration/total, loss, ETA and the attempt', () => {
+    const line = progressLine(step({ id: 'cpt.stable', status: 'running', attempts: 2, progress: progress(40, 160, 2.3456) }), 4, 12);
+    expect(line).toBe('cpt.stable    [######------------------] 40/160  loss 2.346  ETA 0:30  attempt 2');
+  });
+
+  it('shows finished steps with their metrics or loss, and failures with their class', () => {
+    const base = { stepId: 'x', outputs: {}, iteration: 1, attempts: 1, resumedFrom: null, durationSec: 1, finishedAt: '', fingerprint: null };
+    expect(progressLine(step({ id: 'eval.arith', status: 'completed', result: { ...base, loss: null, metrics: { accuracy: 0.4567 } } }), null, 10)).toBe('eval.arith  completed  accuracy 0.457');
+    expect(progressLine(step({ id: 'sft.stage1', status: 'completed', result: { ...base, loss: 0.5, metrics: {} } }), null, 10)).toBe('sft.stage1  completed  loss 0.5000');
+    expect(progressLine(step({ id: 'rl', status: 'failed', lastFailure: { class: 'oom', message: 'CUDA out of memory' } }), null, 2)).toBe('rl  failed  oom: CUDA out of memory');
+    expect(progressBlock([step({ id: 'a' }), step({ id: 'bbb', status: 'skipped' })], new RateTracker())).toEqual(['a    pending', 'bbb  skipped']);
+  });
+});
