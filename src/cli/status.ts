@@ -12,7 +12,7 @@ export async function run(argv: string[]): Promise<number> {
   const { client, connection } = await connectClient();
   try {
     const r = await resolveRun(client, ref!);
-    const st = await runStatus(client, r);
+    const st = await runStatus(client, r, false);
     process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st }, null, 2) + '\n' : renderStatusTable(r.workflowId, st) + '\n');
     return 0;
   } finally {

@@ -5,7 +5,6 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { NativeConnection } from '@temporalio/worker';
 import { UnreachableError } from '../cli/errors.js';
 
 export const DEFAULT_ADDRESS = 'localhost:7233';
@@ -27,17 +26,6 @@ export async function connectClient(): Promise<{ client: Client; connection: Con
     // Connection.connect is lazy about the server; ask it something cheap to prove it is there.
     await connection.workflowService.getSystemInfo({}, );
     return { client: new Client({ connection, namespace: cfg.namespace }), connection, namespace: cfg.namespace };
-  } catch (err) {
-    throw new UnreachableError(address, err);
-  }
-}
-
-export async function connectWorker(): Promise<{ connection: NativeConnection; namespace: string }> {
-  const cfg = connectConfig();
-  const address = cfg.connectionOptions.address;
-  try {
-    const connection = await NativeConnection.connect({ ...cfg.connectionOptions, address });
-    return { connection, namespace: cfg.namespace };
   } catch (err) {
     throw new UnreachableError(address, err);
   }

@@ -2,7 +2,7 @@
  * Client-side view of runs: find a run by workflow id or run id, read its status (the workflow's query, with
  * live progress merged from the running steps' heartbeat details), start and cancel.
  */
-import { WorkflowNotFoundError, type Client, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { UsageError } from '../cli/errors.js';
 import type { Progress, RunStatus } from '../workflows/definitions.js';
@@ -12,6 +12,8 @@ import { stepWorkflowId } from './constants.js';
 export interface RunRef {
   workflowId: string;
   handle: WorkflowHandle;
+  /** The description read while resolving (saves a round trip for the caller). */
+  description: WorkflowExecutionDescription;
 }
 
 /** `ref` is a workflow id (`tiny-20261122-0301`) or a run id (`20261122-0301`). */
@@ -19,13 +21,14 @@ export async function resolveRun(client: Client, ref: string): Promise<RunRef> {
   const direct = client.workflow.getHandle(ref);
   try {
     const d = await direct.describe();
-    if (d.type === 'recipeRun') return { workflowId: ref, handle: direct };
+    if (d.type === 'recipeRun') return { workflowId: ref, handle: direct, description: d };
   } catch (err) {
     if (!(err instanceof WorkflowNotFoundError)) throw err;
   }
   const safe = ref.replace(/'/g, '');
   for await (const wf of client.workflow.list({ query: `RecipeRunId = '${safe}' AND WorkflowType = 'recipeRun'` })) {
-    return { workflowId: wf.workflowId, handle: client.workflow.getHandle(wf.workflowId) };
+    const handle = client.workflow.getHandle(wf.workflowId);
+    return { workflowId: wf.workflowId, handle, description: await handle.describe() };
   }
   throw new UsageError(`no run '${ref}' (give the id \`infir2 run\` printed; \`infir2 list\` shows them)`);
 }
@@ -42,8 +45,9 @@ function decodeProgress(payloads: unknown): Progress | null {
   }
 }
 
-export async function runStatus(client: Client, ref: RunRef): Promise<RunStatus & { workflowStatus: string }> {
-  const desc = await ref.handle.describe();
+/** `fresh`: describe again (a follower polling); otherwise the description from resolving is used. */
+export async function runStatus(client: Client, ref: RunRef, fresh = true): Promise<RunStatus & { workflowStatus: string }> {
+  const desc = fresh ? await ref.handle.describe() : ref.description;
   let status: RunStatus;
   try {
     status = await ref.handle.query(statusQuery);

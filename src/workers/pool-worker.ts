@@ -9,7 +9,7 @@ import { createActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../activities/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
-import { connectWorker } from '../temporal/connection.js';
+import { connectWorker } from '../temporal/worker-connection.js';
 import { workflowBundle } from './workflow-bundle.js';
 
 export interface PoolWorkerOptions {
