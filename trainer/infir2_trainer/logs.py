@@ -1,0 +1,55 @@
+"""Megatron's progress lines, byte for byte (megatron/training/training.py::training_log, print_datetime).
+
+The orchestrator parses these, exactly as it parses a real Megatron/slime run, so the format is the contract:
+ [2025-10-01 12:00:00] iteration      100/    4000 | consumed samples:        12800 | elapsed time per iteration
+ (ms): 83.6 | throughput per GPU (TFLOP/s/GPU): 0.1 | learning rate: 2.000000E-06 | global batch size:   128 |
+ lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.123 | number of skipped iterations:   0 | number of nan
+ iterations:   0 |                                                                   (one line; RL adds reward)
+"""
+import datetime
+import sys
+
+
+def now() -> str:
+    return datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+
+
+def log(msg: str = ""):
+    print(msg, flush=True)
+
+
+def print_datetime(what: str):
+    log(f"[{what}] datetime: {now()}")
+
+
+def warn(msg: str):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def training_log(iteration, train_iters, consumed_samples, elapsed_ms, tflops, lr, global_batch_size, losses,
+                 grad_norm, skipped, nans, reward=None) -> str:
+    s = f" [{now()}]"
+    s += " iteration {:8d}/{:8d} |".format(iteration, train_iters)
+    s += " consumed samples: {:12d} |".format(consumed_samples)
+    s += " elapsed time per iteration (ms): {:.1f} |".format(elapsed_ms)
+    s += f" throughput per GPU (TFLOP/s/GPU): {tflops:.1f} |"
+    s += f" learning rate: {lr:.6E} |"
+    s += f" global batch size: {global_batch_size:5d} |"
+    for key, value in losses.items():
+        s += " {}: {:.6E} |".format(key, value)
+        if key == "lm loss" and reward is not None:
+            s += f" reward: {reward:.6E} |"
+    s += " loss scale: 1.0 |"
+    if grad_norm is not None:
+        s += f" grad norm: {grad_norm:.3f} |"
+    s += " number of skipped iterations: {:3d} |".format(skipped)
+    s += " number of nan iterations: {:3d} |".format(nans)
+    return s
+
+
+def validation_log(iteration, loss) -> str:
+    import math
+    body = f" validation loss at iteration {iteration} on validation set | lm loss value: {loss:.6E} | " \
+           f"lm loss PPL: {math.exp(min(20.0, loss)):.6E} | "
+    rule = "-" * (len(body) + 1)
+    return f"{rule}\n{body}\n{rule}"
