@@ -282,3 +282,30 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
     if args.save and state.iteration != 0 and last_saved != state.iteration:
         save()  # Megatron saves at the end unless the last iteration was just saved
     return "done"
+
+
+def slime_start(args, device, prec, stage: str):
+    """slime's load rule for SFT and RL: --load with a checkpoint resumes everything (LOAD_DIR == SAVE_DIR makes a
+    restart continue); otherwise the weights of --ref-load's latest iteration start a fresh stage at
+    iteration 0. Returns (model, cfg, parts_to_resume or None)."""
+    it = resolve_load(args) if args.load and (args.ckpt_step is not None or
+                                              os.path.isfile(os.path.join(args.load, ckpt.TRACKER))) else None
+    if it is not None:
+        parts = read_parts(args.load, it)
+        if parts["common"].get("stage") != stage:
+            raise TrainerError(f"--load {args.load} holds a {parts['common'].get('stage')} checkpoint, not {stage}; "
+                               f"use --ref-load for the previous stage and an empty --load/--save dir")
+        cfg, where = load_model_config(parts["common"], args.load), args.load
+    else:
+        if not args.ref_load:
+            raise TrainerError(f"{stage} needs --ref-load (the previous stage's checkpoint root) or a --load dir "
+                               f"with a checkpoint to resume")
+        rit = latest_of(args.ref_load, "--ref-load")
+        ref = read_parts(args.ref_load, rit, parts=("common", "model"))
+        cfg, where = load_model_config(ref["common"], args.ref_load), args.ref_load
+        log(f" > {stage}: starting from {args.ref_load} iteration {rit} (weights only)")
+        parts = None
+    check_model_args(args, cfg, where)
+    model = GPTModel(cfg, prec).to(device)
+    load_weights(model, (parts or ref)["model"], where)
+    return model, cfg, parts
