@@ -11,7 +11,7 @@
  * - an exclusive lock on the checkpoint dir, which also stops a zombie trainer left by an earlier attempt;
  * - SIGTERM (then SIGKILL) to the whole group on cancellation, worker shutdown, stall and every other exit path.
  */
-import { Context, activityInfo, cancellationDetails, getClient } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { execa } from 'execa';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, statSync, writeFileSync, renameSync, type WriteStream } from 'node:fs';
@@ -103,7 +103,7 @@ export function createRunStep(opts: SupervisorOptions) {
   return async function runStep(input: RunStepInput): Promise<StepResult> {
     const { step, runDir, attempt } = input;
     const ctx = Context.current();
-    const info = activityInfo();
+    const info = ctx.info;
     const started = Date.now();
     const progress: Progress = {
       iteration: null,
@@ -228,11 +228,11 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
     lastBeat = Date.now();
   };
   const signalWorkflow = () => {
-    const wfId = activityInfo().workflowExecution?.workflowId;
+    const wfId = ctx.info.workflowExecution?.workflowId;
     if (!wfId) return;
     // Best effort: progress signals are for people watching; losing one changes nothing.
-    getClient()
-      .workflow.getHandle(wfId)
+    ctx.client.workflow
+      .getHandle(wfId)
       .signal(progressSignal, { ...progress })
       .catch(() => undefined);
   };
@@ -281,7 +281,8 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   });
 
   beat();
-  const onAbort = () => stop(cancellationDetails()?.workerShutdown ? 'shutdown' : 'cancel');
+  // Event handlers run outside the activity's async context: read everything through `ctx`.
+  const onAbort = () => stop(ctx.cancellationDetails?.workerShutdown ? 'shutdown' : 'cancel');
   ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
   const attemptDeadline = s.started + step.attemptTimeoutSec * 1000;
   const timer = setInterval(() => {

@@ -3,12 +3,13 @@
  * injected into the fake trainer, and what the run does about it.
  */
 import { WorkflowFailedError } from '@temporalio/client';
-import { existsSync, readdirSync } from 'node:fs';
+import { Worker } from '@temporalio/worker';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/workflows/definitions.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
-import { fakePlan, fakeStep, journal, processesMentioning, setupEnv, sleep, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 let env: Env;
 
@@ -184,5 +185,38 @@ describe('infrastructure faults', () => {
     expect(res.status.status).toBe('completed');
     expect(res.status.steps.every((s) => s.status === 'completed')).toBe(true);
     expect(processesMentioning(runDir)).toEqual([]);
+  });
+
+  it('lets a training step checkpoint and exit when its worker shuts down, then resumes it elsewhere', async () => {
+    const runDir = tmpRunDir(env, 'shutdown');
+    const plan = fakePlan(runDir, 'shutdown', [fakeStep({ id: 'cpt.stable', runDir, iters: 60, saveInterval: 50, sleep: 0.1 })]);
+    const current = env.workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    const h = await startPlan(env, plan);
+    await waitFor('iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
+    // SIGTERM every live worker (a node being drained), then bring up a fresh one.
+    await Promise.all(current.map((w) => env.stopWorker(w)));
+    const log = readFileSync(join(runDir, 'logs', 'cpt.stable.log'), 'utf8');
+    expect(log).toContain('stopping the process group');
+    expect(log).toMatch(/exiting program after receiving SIGTERM/);
+    // It saved where it stopped, far from its save interval of 50.
+    const saved = Number(/successfully saved checkpoint from iteration\s+(\d+)/.exec(log)?.[1]);
+    expect(saved).toBeGreaterThanOrEqual(12);
+    expect(saved).toBeLessThan(50);
+    await env.startWorker();
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.failures.preempted).toBe(1);
+    expect(st.result?.resumedFrom).toBe(saved);
+  });
+
+  it('replays every history recorded here with the current workflow code (no nondeterminism)', async () => {
+    const histories = env.client.workflow.list({ query: "WorkflowType = 'recipeRun' OR WorkflowType = 'stageRun'" }).intoHistories();
+    let count = 0;
+    for await (const r of Worker.runReplayHistories({ workflowsPath: join(ROOT, 'src', 'workflows', 'index.ts') }, histories)) {
+      count += 1;
+      expect(r.error, `${r.workflowId}: ${String(r.error)}`).toBeUndefined();
+    }
+    expect(count).toBeGreaterThan(10);
   });
 });
