@@ -65,6 +65,11 @@ export function fillArgv(argv: string[], attempt: number, iteration?: number): s
   });
 }
 
+/** A path, or a Megatron indexed-dataset prefix (`<prefix>.bin` + `<prefix>.idx`). */
+export function inputExists(p: string): boolean {
+  return existsSync(p) || (existsSync(`${p}.bin`) && existsSync(`${p}.idx`));
+}
+
 /** Is the step's completion criterion met on disk? */
 export function completionMet(step: PlanStep, insp?: CheckpointInspection | null): boolean {
   const c = step.completion;
@@ -123,7 +128,7 @@ export function createRunStep(opts: SupervisorOptions) {
     const log = createWriteStream(logFile(runDir, step.id), { flags: 'a' });
     const note = (msg: string) => log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`);
 
-    const missing = Object.entries(step.inputs).filter(([, p]) => !existsSync(p));
+    const missing = Object.entries(step.inputs).filter(([, p]) => !inputExists(p));
     if (missing.length) {
       const what = missing.map(([role, p]) => `input '${role}' not found: ${p}`).join('; ');
       note(`attempt ${attempt} not started: ${what}`);

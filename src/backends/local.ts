@@ -75,7 +75,7 @@ export function cptPhaseStep(c: LocalContext, phase: CptPhase, cpt: CptConfig, a
   const tail = [...opt('--exit-interval', phase.exitInterval), ...when(phase.overrideScheduler, '--override-opt_param-scheduler'), ...cpt.extraArgs];
   return {
     ...checkpointStep(c, [...head, ...loadArgs(phase.first), ...tail], [...head, ...loadArgs(phase.resume), ...tail], phase.saveDir, phase.end),
-    inputs: { data: cpt.data, load: phase.first.load, ...(phase.first.pretrained ? { pretrained: phase.first.pretrained } : {}) },
+    inputs: { data: cpt.data, ...(phase.first.load !== phase.saveDir ? { load: phase.first.load } : {}), ...(phase.first.pretrained ? { pretrained: phase.first.pretrained } : {}) },
     outputs: { checkpointDir: phase.saveDir },
     gpus: 0,
     nodes: 1,

@@ -157,7 +157,8 @@ export function cptPhaseStep(s: MegatronCptSpec): StepBody {
     inputs: {
       data: cpt.data,
       tokenizer: s.tokenizer,
-      load: phase.first.load,
+      // The first phase loads its own (still empty) save root: not an input that must exist beforehand.
+      ...(phase.first.load !== phase.saveDir ? { load: phase.first.load } : {}),
       ...(phase.first.pretrained ? { pretrained: phase.first.pretrained } : {}),
     },
     outputs: { checkpointDir: phase.saveDir },

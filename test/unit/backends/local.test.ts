@@ -1,3 +1,5 @@
+import { projectRoot } from '../../../src/util/paths.js';
+import { readFileSync } from 'node:fs';
 /**
  * The `local` backend speaks the reference trainer's contract (trainer/README.md): its subcommands, and only
  * the options the README lists for each. The option lists below are copied by hand from that README.
@@ -83,9 +85,11 @@ describe('local backend (trainer/README.md contract)', () => {
     expect(value(step('sft.stage1').command.argv, '--ref-load')).toBe(join(run, 'cpt.decay/checkpoints'));
     expect(value(step('sft.stage2').command.argv, '--ref-load')).toBe(join(run, 'sft.stage1/checkpoints'));
     expect(value(step('sft.stage2').command.argv, '--load')).toBe(join(run, 'sft.stage2/checkpoints'));
-    // The trainer counts completed steps: 2 epochs × ⌊256 / 16⌋ = 32.
-    expect(step('sft.stage2').completion).toMatchObject({ iteration: 32 });
-    expect(value(step('convert.hf').command.argv, '--input-dir')).toBe(join(run, 'sft.stage2/checkpoints/iter_0000032'));
+    // The trainer counts completed steps: 2 epochs × ⌊rows / 16⌋ (rows counted from the committed data file).
+    const rows = readFileSync(join(projectRoot(), 'trainer', 'data', 'sft_stage2.jsonl'), 'utf8').split('\n').filter(Boolean).length;
+    const steps = 2 * Math.floor(rows / 16);
+    expect(step('sft.stage2').completion).toMatchObject({ iteration: steps });
+    expect(value(step('convert.hf').command.argv, '--input-dir')).toBe(join(run, `sft.stage2/checkpoints/iter_${String(steps).padStart(7, '0')}`));
     expect(value(step('rl.stage1').command.argv, '--hf-checkpoint')).toBe(join(run, 'convert.fp8/hf'));
     expect(value(step('rl.stage2').command.argv, '--ref-load')).toBe(join(run, 'rl.stage1/checkpoints'));
     expect(step('rl.stage2').completion).toMatchObject({ iteration: 10 });
