@@ -23,12 +23,12 @@ die() { echo "temporal-setup: error: $*" >&2; exit 1; }
 tcli() { temporal --address "$ADDRESS" "$@"; }
 lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
 
-# retry SECONDS WHAT COMMAND...: run COMMAND until it succeeds, at most SECONDS.
+# retry SECONDS WHAT COMMAND...: run COMMAND until it succeeds, at most SECONDS; on giving up, show its last output.
 retry() {
   limit=$1; what=$2; shift 2
   start=$(date +%s)
-  until "$@" >/dev/null 2>&1; do
-    [ $(( $(date +%s) - start )) -lt "$limit" ] || die "gave up after ${limit}s waiting for: $what"
+  until out=$("$@" 2>&1); do
+    [ $(( $(date +%s) - start )) -lt "$limit" ] || die "gave up after ${limit}s waiting for: $what${out:+ (last: $(echo "$out" | tail -n 1))}"
     sleep "$POLL_SECONDS"
   done
 }
@@ -48,7 +48,10 @@ else
   log "creating namespace $NAMESPACE (retention $RETENTION)"
   tcli operator namespace create -n "$NAMESPACE" --retention "$RETENTION"
 fi
+# `describe` reads the database; the search-attribute calls go through the frontend's namespace cache, which
+# learns of a new namespace a little later.
 retry 60 "namespace $NAMESPACE" tcli operator namespace describe -n "$NAMESPACE"
+retry 60 "the search attributes of namespace $NAMESPACE" tcli operator search-attribute list -n "$NAMESPACE"
 
 query=""
 for pair in $ATTRIBUTES; do
@@ -64,7 +67,8 @@ for pair in $ATTRIBUTES; do
   else
     die "$name is registered as $current on namespace $NAMESPACE, infir2 needs $type; remove it first (temporal operator search-attribute remove --name $name)"
   fi
-  query="${query:+$query AND }$name = 'infir2-setup-probe'"
+  # Backquoted: the visibility query parser takes some names for SQL keywords (`Precision` among them).
+  query="${query:+$query AND }\`$name\` = 'infir2-setup-probe'"
 done
 
 # Registration reaches the frontends' caches a little later; wait until a visibility query that names every
