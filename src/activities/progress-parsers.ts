@@ -44,7 +44,8 @@ export const parseMegatronLine: LineParser = (line) => {
   if (loss !== undefined) ev.loss = loss;
   const tflops = num(MEGATRON_TFLOPS.exec(line)?.[1]);
   const ms = num(MEGATRON_MS.exec(line)?.[1]);
-  if (tflops !== undefined) {
+  // A trainer that cannot count FLOPs (the CPU reference trainer) prints 0.0: fall back to iterations/s.
+  if (tflops !== undefined && tflops > 0) {
     ev.throughput = tflops;
     ev.throughputUnit = 'TFLOP/s/GPU';
   } else if (ms !== undefined && ms > 0) {

@@ -80,10 +80,11 @@ export function completionMet(step: PlanStep, insp?: CheckpointInspection | null
   return c.paths.every((p) => existsSync(p) && (statSync(p).isDirectory() || statSync(p).size > 0));
 }
 
-/** Numeric top-level fields of the JSON files among a step's outputs (e.g. an eval report's accuracy). */
+/** Numeric top-level fields of an evaluation step's JSON report (accuracy and the like). */
 export function readMetrics(step: PlanStep): Record<string, number> {
   const metrics: Record<string, number> = {};
-  const paths = step.completion.kind === 'files' ? step.completion.paths : [];
+  // Only evaluations report metrics; other JSON outputs (an HF config.json) hold settings, not results.
+  const paths = step.kind === 'eval' && step.completion.kind === 'files' ? step.completion.paths : [];
   for (const p of paths.filter((x) => x.endsWith('.json'))) {
     try {
       const data = JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;

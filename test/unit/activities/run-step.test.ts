@@ -167,7 +167,7 @@ describe('readMetrics', () => {
       a,
       JSON.stringify({ accuracy: 0.4333, n: 30, pass_at_1: 0, name: 'aime24', nested: { score: 1 }, list: [1, 2], ok: true, nothing: null, big: 1e300 }),
     );
-    expect(readMetrics(step({ kind: 'files', paths: [a] }))).toEqual({ accuracy: 0.4333, n: 30, pass_at_1: 0, big: 1e300 });
+    expect(readMetrics(step({ kind: 'files', paths: [a] }, { kind: 'eval' }))).toEqual({ accuracy: 0.4333, n: 30, pass_at_1: 0, big: 1e300 });
   });
 
   it('merges several JSON files, the later one winning on a shared key; non-JSON paths are not read', () => {
@@ -177,7 +177,7 @@ describe('readMetrics', () => {
     writeFileSync(a, JSON.stringify({ accuracy: 0.1, a: 1 }));
     writeFileSync(b, JSON.stringify({ accuracy: 0.2, b: 2 }));
     writeFileSync(txt, JSON.stringify({ c: 3 }));
-    expect(readMetrics(step({ kind: 'files', paths: [a, b, txt] }))).toEqual({ accuracy: 0.2, a: 1, b: 2 });
+    expect(readMetrics(step({ kind: 'files', paths: [a, b, txt] }, { kind: 'eval' }))).toEqual({ accuracy: 0.2, a: 1, b: 2 });
   });
 
   it('skips files that are missing, unparsable, or not objects', () => {
@@ -189,7 +189,13 @@ describe('readMetrics', () => {
     writeFileSync(nul, 'null');
     writeFileSync(num, '42');
     writeFileSync(good, '{"accuracy": 0.75}');
-    expect(readMetrics(step({ kind: 'files', paths: [join(tmp, 'missing.json'), bad, nul, num, good] }))).toEqual({ accuracy: 0.75 });
+    expect(readMetrics(step({ kind: 'files', paths: [join(tmp, 'missing.json'), bad, nul, num, good] }, { kind: 'eval' }))).toEqual({ accuracy: 0.75 });
+  });
+
+  it('reads only evaluation reports: an HF config.json of a conversion is settings, not metrics', () => {
+    const cfg = join(tmp, 'config.json');
+    writeFileSync(cfg, JSON.stringify({ hidden_size: 64 }));
+    expect(readMetrics(step({ kind: 'files', paths: [cfg] }, { kind: 'convert' }))).toEqual({});
   });
 
   it('reports nothing for a checkpoint step', () => {
