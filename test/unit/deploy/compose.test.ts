@@ -7,11 +7,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { ORCHESTRATOR_TASK_QUEUE, SA, SEARCH_ATTRIBUTE_FLAGS } from '../../../src/temporal/constants.js';
 
-const ROOT = join(import.meta.dirname, '..', '..', '..');
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 const read = (p: string) => readFileSync(join(ROOT, p), 'utf8');
 
 interface Service {
@@ -498,5 +499,24 @@ describe('deploy/temporal/setup-postgres.sh (the schema job)', () => {
       expect(statSync(join(ROOT, f)).mode & 0o004, f).toBeTruthy();
       expect(spawnSync('/bin/sh', ['-n', join(ROOT, f)]).status, f).toBe(0);
     }
+  });
+});
+
+describe('docs/cluster.md', () => {
+  const doc = read('docs/cluster.md');
+
+  it('names the images, ports and search attributes that docker-compose.yml uses', () => {
+    for (const [name, s] of services) if (s.image) expect(doc, `${name}: ${s.image}`).toContain(s.image);
+    for (const [, s] of services) for (const p of ports(s)) expect(doc).toContain(String(p.host));
+    for (const k of Object.values(SA)) expect(doc).toContain(k.name);
+    expect(doc).toContain(ORCHESTRATOR_TASK_QUEUE);
+  });
+
+  it('uses only verbs that the CLI has', () => {
+    const main = read('src/cli/main.ts');
+    const verbs = new Set([...main.matchAll(/^\s+([a-z]+): \{ load: /gm)].map((m) => m[1]));
+    const used = new Set([...doc.matchAll(/(?:npx infir2|bin\/infir2\.js|`infir2) ([a-z]+)\b/g)].map((m) => m[1]!));
+    for (const v of used) expect(verbs, `docs/cluster.md uses \`infir2 ${v}\``).toContain(v);
+    expect(used.size).toBeGreaterThan(5);
   });
 });
