@@ -25,7 +25,7 @@ export const SA = {
   recipeName: defineSearchAttributeKey('RecipeName', SearchAttributeType.KEYWORD),
   // A list: parallel steps (evaluations) run at once; `Stage = 'rl.stage1'` matches a list that holds it.
   stage: defineSearchAttributeKey('Stage', SearchAttributeType.KEYWORD_LIST),
-  precision: defineSearchAttributeKey('Precision', SearchAttributeType.KEYWORD),
+  precision: defineSearchAttributeKey('TrainPrecision', SearchAttributeType.KEYWORD),
   // Not `RunId`: that name is Temporal's own (the execution's run id) and cannot be set.
   runId: defineSearchAttributeKey('RecipeRunId', SearchAttributeType.KEYWORD),
 } as const;

@@ -8,6 +8,7 @@ import {
   ApplicationFailure,
   CancellationScope,
   CancelledFailure,
+  ChildWorkflowCancellationType,
   ChildWorkflowFailure,
   executeChild,
   isCancellation,
@@ -101,6 +102,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
       ],
       // A cancelled or failed run cancels its steps, whose supervisors stop the trainers.
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      // The run is not cancelled until every step has stopped its processes.
+      cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       staticSummary: `${step.id}: ${step.summary}`.slice(0, 190),
       typedSearchAttributes: [
         { key: SA.recipeName, value: plan.recipe },

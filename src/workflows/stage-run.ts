@@ -4,6 +4,7 @@
  * and continues-as-new between attempts when the history grows large.
  */
 import {
+  ActivityCancellationType,
   ApplicationFailure,
   continueAsNew,
   getExternalWorkflowHandle,
@@ -69,6 +70,8 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     heartbeatTimeout: `${input.heartbeatTimeoutSec}s`,
     // Retries are decided here, per failure class, not by Temporal's uniform policy.
     retry: { maximumAttempts: 1 },
+    // A cancelled step waits for its supervisor to confirm that the trainer's process group is gone.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
   for (;;) {

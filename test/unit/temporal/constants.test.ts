@@ -39,13 +39,13 @@ describe('search attributes', () => {
   it('defines the four keys with their types; none is named RunId (Temporal reserves it)', () => {
     expect(SA.recipeName).toEqual({ name: 'RecipeName', type: SearchAttributeType.KEYWORD });
     expect(SA.stage).toEqual({ name: 'Stage', type: SearchAttributeType.KEYWORD_LIST });
-    expect(SA.precision).toEqual({ name: 'Precision', type: SearchAttributeType.KEYWORD });
+    expect(SA.precision).toEqual({ name: 'TrainPrecision', type: SearchAttributeType.KEYWORD });
     expect(SA.runId).toEqual({ name: 'RecipeRunId', type: SearchAttributeType.KEYWORD });
     expect(Object.values(SA).map((k) => k.name)).not.toContain('RunId');
   });
 
   it('gives the Name=Type pairs for `temporal server start-dev --search-attribute`', () => {
-    expect(SEARCH_ATTRIBUTE_FLAGS).toEqual(['RecipeName=Keyword', 'Stage=KeywordList', 'Precision=Keyword', 'RecipeRunId=Keyword']);
+    expect(SEARCH_ATTRIBUTE_FLAGS).toEqual(['RecipeName=Keyword', 'Stage=KeywordList', 'TrainPrecision=Keyword', 'RecipeRunId=Keyword']);
   });
 
   it('names only identifiers and the CLI type names', () => {

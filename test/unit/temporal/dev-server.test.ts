@@ -13,7 +13,7 @@ import { temporalBin } from '../../../src/util/paths.js';
 const SA_FLAGS = [
   '--search-attribute', 'RecipeName=Keyword',
   '--search-attribute', 'Stage=KeywordList',
-  '--search-attribute', 'Precision=Keyword',
+  '--search-attribute', 'TrainPrecision=Keyword',
   '--search-attribute', 'RecipeRunId=Keyword',
 ];
 const TAIL = ['--sqlite-pragma', 'journal_mode=WAL', '--log-level', 'warn'];
