@@ -4,14 +4,15 @@ The task is two-digit addition by counting on, small enough for a 2-layer model 
 and verifiable like the recipe's math problems:
 
   question  "37+4=?"                     (a = 10..89, b = 1..8)
-  answer    "<think>\\n4:38\\n3:39\\n2:40\\n1:41\\n</think>\\n41"
+  answer    "<think>\\n4:37\\n3:38\\n2:39\\n1:40\\n0:41\\n</think>\\n41"
 
-One reasoning line per step, "steps left:running total". Every token of a line follows from one token of the
-line above (or of the question) at a fixed distance: a successor, a predecessor, a copy. A tiny model learns
+One reasoning line per step, "steps left:running total", starting from the question's numbers. Every token of
+a line is a copy, a successor or a predecessor of one token of the line above (or a copy from the question) at
+a fixed distance. A tiny model learns
 that in a couple of hundred steps; a line that needs a two-digit fact (running sums "17+8=25") takes it several
 times longer, because memorising a modular addition table is slow (measured while designing this). A larger b
-means a longer reasoning chain, which is what the SFT stages and the RL length curriculum play with: a b=8
-answer needs 47 tokens.
+means a longer reasoning chain, which is what the SFT stages and the RL length curriculum play with: the
+response to a b problem is 12 + 5b tokens (52 for b = 8).
 
   cpt.jsonl         pre-training corpus: worked problems, counting runs, +1 facts, as plain text
   sft_stage1.jsonl  chat conversations, b = 1..4 (short reasoning)
@@ -42,8 +43,20 @@ def answer(p) -> int:
 def solution(p) -> str:
     """The reasoning the SFT data teaches, then the final answer (what the reward and eval read)."""
     a, b = p
-    lines = [f"{left}:{a + b - left + 1}" for left in range(b, 0, -1)]
+    lines = [f"{left}:{a + b - left}" for left in range(b, -1, -1)]
     return "<think>\n" + "\n".join(lines) + "\n</think>\n" + str(a + b)
+
+
+# In plain text the work starts as far from the question as it does in the chat template (15 tokens after the
+# "?": <|im_end|> \n <|im_start|> "assistant\n" <think> \n) and the answer as far from the last line, so what CPT
+# learns about reading the question and copying the result carries over to the chat format instead of being
+# relearned in SFT (measured: these long-distance copies are what the tiny model learns last).
+PLAIN_LEAD = " count on by 1\n"
+
+
+def worked_text(p) -> str:
+    lines = solution(p).split("\n")[1:-2]  # the reasoning lines, without <think> / </think> / answer
+    return question(p) + PLAIN_LEAD + "\n".join(lines) + f"\n={answer(p)}"  # "=" sits where </think> does
 
 
 ALL = [(a, b) for b in range(1, MAX_B + 1) for a in range(10, 90)]
@@ -60,9 +73,7 @@ def _cpt_doc(rng, pool) -> str:
     for _ in range(rng.randint(3, 6)):
         r = rng.random()
         if r < 0.6:  # a worked problem (never a held-out one), as plain text
-            p = rng.choice(pool)
-            work = solution(p).replace("<think>\n", "").replace("\n</think>\n", "\nso ")
-            lines.append(question(p) + "\n" + work)
+            lines.append(worked_text(rng.choice(pool)))
         elif r < 0.8:
             a = rng.randint(10, 90)
             lines.append(" ".join(str(a + i) for i in range(rng.randint(3, 9))))

@@ -15,7 +15,7 @@ from .runtime import ExitSignal, TrainerError, rng_state, set_rng_state
 from .schedule import OptimizerParamScheduler, SchedulerMismatch
 from .tokenizer import Tokenizer
 
-TOKENIZER_ID = "infir2-char-v1"
+TOKENIZER_ID = "infir2-charnum-v1"
 MODEL_KEYS = ("num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "num_query_groups",
               "max_position_embeddings", "rotary_base", "norm_epsilon", "untie_embeddings_and_output_weights")
 
