@@ -12,12 +12,17 @@ function num(x: number | null | undefined, digits = 4): string {
   return x === null || x === undefined ? '-' : Number(x).toPrecision(digits);
 }
 
+/** The numbers worth a glance: the score if the report has one, else its first three numbers. */
+export function headlineMetrics(m: Record<string, number>): string {
+  const keys = ['accuracy', 'score', 'pass@1'].filter((k) => k in m);
+  const shown = keys.length ? keys : Object.keys(m).slice(0, 3);
+  return shown.map((k) => `${k}=${num(m[k], 3)}`).join(' ');
+}
+
 export function stepCells(s: StepState): string[] {
   const p = s.progress;
   const ckpt = p?.lastCheckpoint ?? (s.result?.iteration ?? null);
-  const metrics = s.result?.metrics && Object.keys(s.result.metrics).length
-    ? Object.entries(s.result.metrics).map(([k, v]) => `${k}=${num(v, 3)}`).join(' ')
-    : '';
+  const metrics = headlineMetrics(s.result?.metrics ?? {});
   return [
     s.id,
     s.status,
