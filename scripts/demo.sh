@@ -15,7 +15,7 @@ set -e
 echo
 if [ $rc -eq 0 ]; then
   echo "demo finished. The server and worker keep running so you can browse the run:"
-  ui=$(node -e "try{const s=require('./.infir2/embedded.json');console.log(s.uiUrl||'')}catch{}")
+  ui=$(node -e "try{const s=require(require('path').resolve(process.env.INFIR2_HOME||'.infir2','embedded.json'));console.log(s.uiUrl||'')}catch{}")
   [ -n "$ui" ] && echo "  Web UI: ${ui}/namespaces/default/workflows/tiny-${run_id}"
 else
   echo "demo run failed (exit $rc). Inspect it with: npx infir2 status tiny-${run_id}; logs are in the run directory."

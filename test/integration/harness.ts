@@ -44,12 +44,18 @@ export interface Env {
   teardown(): Promise<void>;
 }
 
-export async function setupEnv(name: string): Promise<Env> {
+export interface EnvOptions {
+  /** Start the dev server with its Web UI on a free port (`env.server.uiUrl`) instead of headless. */
+  ui?: boolean;
+}
+
+export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env> {
   if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('build first: npm run build');
   const dir = mkdtempSync(join(tmpdir(), `infir2-${name}-`));
   const port = await freePort();
   const stateDir = join(dir, 'state');
-  let server = await startDevServer({ temporalBin: TEMPORAL_BIN, stateDir, port, headless: true });
+  const serverOpts = { temporalBin: TEMPORAL_BIN, stateDir, port, ...(opts.ui ? { headless: false, uiPort: await freePort() } : { headless: true }) };
+  let server = await startDevServer(serverOpts);
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection });
   const env: Env = {
@@ -82,7 +88,7 @@ export async function setupEnv(name: string): Promise<Env> {
     },
     async restartServer() {
       await stopDevServer(server.pid);
-      server = await startDevServer({ temporalBin: TEMPORAL_BIN, stateDir, port, headless: true });
+      server = await startDevServer(serverOpts);
       env.server = server;
     },
     async teardown() {

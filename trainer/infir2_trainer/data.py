@@ -27,8 +27,12 @@ import random
 SEED = 20250101
 N_CPT_DOCS = 1200
 N_SFT1, N_SFT2, N_RL = 1000, 1000, 800
-N_EVAL_PER_B = 10  # b = 2..8 -> 70 held-out problems
+N_EVAL_PER_B = 20  # b = 2..8 -> 140 held-out problems
 MAX_B = 8
+# The SFT conversations come from a sloppy teacher, like distilled SFT data: one in four copies its final
+# answer from the wrong line. SFT learns the habit along with the skill; RL with a verifiable reward is what
+# removes it (the reason the recipe runs RL after SFT), which gives RL a measurable job on a CPU budget.
+SLOPPY_FRACTION = 0.25
 
 
 def question(p) -> str:
@@ -40,11 +44,12 @@ def answer(p) -> int:
     return p[0] + p[1]
 
 
-def solution(p) -> str:
-    """The reasoning the SFT data teaches, then the final answer (what the reward and eval read)."""
+def solution(p, sloppy: bool = False) -> str:
+    """The reasoning, then the final answer (what the reward and eval read). A sloppy solution copies the answer
+    from the line before the last one (off by one): see SLOPPY_FRACTION."""
     a, b = p
     lines = [f"{left}:{a + b - left}" for left in range(b, -1, -1)]
-    return "<think>\n" + "\n".join(lines) + "\n</think>\n" + str(a + b)
+    return "<think>\n" + "\n".join(lines) + "\n</think>\n" + str(a + b - (1 if sloppy else 0))
 
 
 # In plain text the work starts as far from the question as it does in the chat template (15 tokens after the
@@ -98,8 +103,9 @@ def generate(out_dir: str, seed: int = SEED) -> list:
     pool = [p for p in ALL if p not in held_out]  # everything the training files may use
 
     def conv(p):
+        sloppy = rng.random() < SLOPPY_FRACTION
         return {"messages": [{"role": "user", "content": question(p)},
-                             {"role": "assistant", "content": solution(p)}]}
+                             {"role": "assistant", "content": solution(p, sloppy)}]}
 
     long_bs = range(5, MAX_B + 1)
     files = {

@@ -173,11 +173,18 @@ def run(args, device):
 
         model.train()
         losses, norm, clipfracs = [], None, []
+        # a sample with zero advantage (its whole group got the same reward) adds exactly 0 to the loss and the
+        # gradient when there is no KL/entropy term: skip its forward pass, keep it in the 1/gbs normalisation
+        exact_skip = ref_model is None and args.entropy_coef == 0
         for s in range(0, total, gbs):  # total // gbs optimizer steps per rollout (slime: one by default)
             optimizer.zero_grad(set_to_none=True)
             step_loss = 0.0
             for m in range(s, s + gbs, mbs):
-                sl = slice(m, m + mbs)
+                sl = torch.arange(m, m + mbs, device=device)
+                if exact_skip:
+                    sl = sl[adv[sl] != 0]
+                    if len(sl) == 0:
+                        continue
                 width = int(mask[sl].nonzero()[:, 1].max()) + 2 if mask[sl].any() else 2
                 x, mk = ids[sl, :width], mask[sl, :width - 1]
                 logp = _logp(model, x, args.rollout_temperature)
@@ -199,16 +206,18 @@ def run(args, device):
                 loss.backward()
                 step_loss += float(loss)
                 clipfracs.append(cf)
-            norm = clip_grads(model, args.clip_grad)
-            optimizer.step()
+            if any(p.grad is not None for p in model.parameters()):
+                norm = clip_grads(model, args.clip_grad)
+                optimizer.step()  # (a step with no signal at all is skipped: AdamW would still decay weights)
             scheduler.step(gbs)
             losses.append(step_loss)
         lengths = [len(r) for r in responses]
         log(f"rollout {rollout_id}: {{'rollout/rewards': {rewards.mean().item():.4f}, "
+            f"'rollout/zero_std_groups': {int((adv.view(-1, n) == 0).all(-1).sum())}/{rbs}, "
             f"'rollout/response_lengths': {sum(lengths) / len(lengths):.1f}, "
             f"'rollout/truncated': {1 - sum(finished) / len(finished):.4f}, "
             f"'train/pg_clipfrac': {sum(clipfracs) / len(clipfracs):.4f}}}")
-        return {"loss": sum(losses) / len(losses), "grad_norm": norm, "samples": total,
+        return {"loss": sum(losses) / len(losses), "grad_norm": norm or 0.0, "samples": total,
                 "reward": rewards.mean().item()}
 
     return train_loop(args, "rl", state, args.num_rollout, total, model, optimizer, scheduler, step,
