@@ -29,9 +29,11 @@ N_CPT_DOCS = 1200
 N_SFT1, N_SFT2, N_RL = 1000, 1000, 800
 N_EVAL_PER_B = 20  # b = 2..8 -> 140 held-out problems
 MAX_B = 8
-# The SFT conversations come from a sloppy teacher, like distilled SFT data: one in four copies its final
-# answer from the wrong line. SFT learns the habit along with the skill; RL with a verifiable reward is what
-# removes it (the reason the recipe runs RL after SFT), which gives RL a measurable job on a CPU budget.
+# The SFT conversations come from a sloppy teacher, like distilled SFT data: one in four stops counting one step
+# early ("...2:39\n1:40\n</think>\n40" for 37+4). SFT learns the habit along with the skill; RL with a verifiable
+# reward is what removes it (the reason the recipe runs RL after SFT), which gives RL a measurable job on a CPU
+# budget. (Sloppy final answers that disagree with the last line do not work: the 2-layer model's answer copy
+# breaks down instead of learning the mixture; a sloppy stop keeps every copy clean.)
 SLOPPY_FRACTION = 0.25
 
 
@@ -45,11 +47,12 @@ def answer(p) -> int:
 
 
 def solution(p, sloppy: bool = False) -> str:
-    """The reasoning, then the final answer (what the reward and eval read). A sloppy solution copies the answer
-    from the line before the last one (off by one): see SLOPPY_FRACTION."""
+    """The reasoning, then the final answer (what the reward and eval read). A sloppy solution stops counting one
+    step early and answers with where it stopped (see SLOPPY_FRACTION)."""
     a, b = p
-    lines = [f"{left}:{a + b - left}" for left in range(b, -1, -1)]
-    return "<think>\n" + "\n".join(lines) + "\n</think>\n" + str(a + b - (1 if sloppy else 0))
+    stop = 1 if sloppy else 0
+    lines = [f"{left}:{a + b - left}" for left in range(b, stop - 1, -1)]
+    return "<think>\n" + "\n".join(lines) + "\n</think>\n" + str(a + b - stop)
 
 
 # In plain text the work starts as far from the question as it does in the chat template (15 tokens after the
@@ -61,7 +64,7 @@ PLAIN_LEAD = " count on by 1\n"
 
 def worked_text(p) -> str:
     lines = solution(p).split("\n")[1:-2]  # the reasoning lines, without <think> / </think> / answer
-    return question(p) + PLAIN_LEAD + "\n".join(lines) + f"\n={answer(p)}"  # "=" sits where </think> does
+    return question(p) + PLAIN_LEAD + "\n".join(lines) + f"\n= {answer(p)}"  # "= " sits where "</think>\n" does
 
 
 ALL = [(a, b) for b in range(1, MAX_B + 1) for a in range(10, 90)]

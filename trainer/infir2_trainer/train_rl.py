@@ -216,7 +216,7 @@ def run(args, device):
             f"'rollout/zero_std_groups': {int((adv.view(-1, n) == 0).all(-1).sum())}/{rbs}, "
             f"'rollout/response_lengths': {sum(lengths) / len(lengths):.1f}, "
             f"'rollout/truncated': {1 - sum(finished) / len(finished):.4f}, "
-            f"'train/pg_clipfrac': {sum(clipfracs) / len(clipfracs):.4f}}}")
+            f"'train/pg_clipfrac': {sum(clipfracs) / max(len(clipfracs), 1):.4f}}}")
         return {"loss": sum(losses) / len(losses), "grad_norm": norm or 0.0, "samples": total,
                 "reward": rewards.mean().item()}
 
