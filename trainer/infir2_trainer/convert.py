@@ -206,7 +206,7 @@ def quantize_weight_fp8(w: torch.Tensor, block: int, pow2: bool, eps: float = 1e
     wp[:m, :n] = w
     blocks = wp.view(mb, block, nb, block)
     amax = blocks.abs().amax(dim=(1, 3)).clamp(min=eps)
-    x_s = amax / E4M3.max
+    x_s = amax / torch.full_like(amax, E4M3.max)  # true division, as the Triton kernel does
     bad = torch.isinf(amax) | torch.isnan(amax)
     x_s = torch.where(bad, torch.ones_like(x_s), x_s)
     if pow2:

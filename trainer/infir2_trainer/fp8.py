@@ -51,7 +51,8 @@ def round_to_fp8(x: torch.Tensor, fmt: FP8Format = E4M3) -> torch.Tensor:
 def compute_scale(amax: torch.Tensor, fmt: FP8Format = E4M3, pow2: bool = True) -> torch.Tensor:
     """TE `compute_scale_from_amax` with amax_epsilon = 0: scale = fmt.max / amax (FP32), optional pow-2 floor."""
     amax = amax.float()
-    scale = fmt.max / amax
+    scale = torch.full_like(amax, fmt.max) / amax  # a true FP32 division (__fdiv_rn); `448 / t` in torch is
+    # 448 * reciprocal(t), which can round across a power of two and change the floored scale
     scale = torch.where(torch.isinf(scale), torch.full_like(scale, FP32_MAX), scale)
     bad = (amax == 0) | torch.isinf(amax) | torch.isnan(amax)
     scale = torch.where(bad, torch.ones_like(scale), scale)
