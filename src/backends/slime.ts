@@ -39,7 +39,7 @@ export function rlRuntimeEnv(sw: Recipe['software'], logDir: string): Record<str
 /** What the scripts export for the `ray job submit` client itself. */
 export const CLIENT_ENV: Readonly<Record<string, string>> = { PYTHONBUFFERED: '16', http_proxy: '', https_proxy: '' };
 
-interface SlimeCommon {
+export interface SlimeCommon {
   id: string;
   stepDir: string;
   runId: string;

@@ -147,6 +147,34 @@ class Compiler {
     return { pool, nodes: stage.nodes ?? pool.nodes, gpusPerNode: stage.gpusPerNode ?? pool.gpusPerNode };
   }
 
+  /** What every slime step needs: where it runs, the model it trains, what it loads and where it saves. */
+  private slimeCommon(
+    id: string,
+    stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined },
+    arch: Partial<Arch> | undefined,
+    hfCheckpoint: string,
+    refLoad: string,
+    saveDir: string,
+    wandbGroup: string | undefined,
+  ): slime.SlimeCommon {
+    const { pool, nodes, gpusPerNode } = this.size(stage);
+    return {
+      id,
+      stepDir: this.layout.stepDir(id),
+      runId: this.opts.runId,
+      software: this.r.software,
+      precision: this.r.precision,
+      pool,
+      nodes,
+      gpusPerNode,
+      arch: this.archFor(arch),
+      hfCheckpoint,
+      refLoad,
+      saveDir,
+      wandbGroup: wandbGroup ?? `${this.r.name}-${id}`,
+    };
+  }
+
   private localCtx(stepId: string, env: Record<string, string>): local.LocalContext {
     return { python: this.python, projectRoot: this.root, precision: this.r.precision, fp8BlockSize: this.r.fp8BlockSize, stepDir: this.layout.stepDir(stepId), env };
   }
@@ -199,21 +227,8 @@ class Compiler {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
       if (st.backend === 'slime') {
-        const { pool, nodes, gpusPerNode } = this.size(st);
         const body = slime.sftStep({
-          id,
-          stepDir: this.layout.stepDir(id),
-          runId: this.opts.runId,
-          software: this.r.software,
-          precision: this.r.precision,
-          pool,
-          nodes,
-          gpusPerNode,
-          arch: this.archFor(st.arch),
-          hfCheckpoint: st.hfCheckpoint ?? this.r.model.hf ?? '',
-          refLoad,
-          saveDir,
-          wandbGroup: st.wandbGroup ?? `${this.r.name}-${id}`,
+          ...this.slimeCommon(id, st, st.arch, st.hfCheckpoint ?? this.r.model.hf ?? '', refLoad, saveDir, st.wandbGroup),
           stage: st,
           rollouts: steps,
         });
@@ -281,22 +296,9 @@ class Compiler {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = [last.stepId, hf.stepId];
       if (rl.backend === 'slime') {
-        const { pool, nodes, gpusPerNode } = this.size(rl);
         const body = slime.rlStep({
-          id,
-          stepDir: this.layout.stepDir(id),
-          runId: this.opts.runId,
-          software: this.r.software,
-          precision: this.r.precision,
-          pool,
-          nodes,
-          gpusPerNode,
-          arch: this.archFor(rl.arch),
-          hfCheckpoint: hf.dir,
           // Stage k > 1 starts from stage k − 1's checkpoints (docs/RL.md).
-          refLoad: last.root,
-          saveDir,
-          wandbGroup: k.wandbGroup ?? `${this.r.name}-${id}`,
+          ...this.slimeCommon(id, rl, rl.arch, hf.dir, last.root, saveDir, k.wandbGroup),
           rl,
           curriculum: k,
         });

@@ -49,17 +49,25 @@ SERVER_PID=
 EVAL_PID=
 # The server and every process it started (SGLang spawns one worker per TP rank), children first.
 descendants() { local c; for c in $(pgrep -P "$1" 2>/dev/null); do descendants "$c"; echo "$c"; done; }
+# Live (not zombie) processes among the given pids.
+living() { local p; for p in "$@"; do [[ "$(ps -o stat= -p "$p" 2>/dev/null)" =~ ^[^Z] ]] && echo "$p"; done; }
+# SIGTERM, up to `grace` seconds for every one of them to exit, then SIGKILL and wait until they are gone.
+stop_pids() {
+  local grace=$1; shift
+  [[ $# -gt 0 ]] || return 0
+  kill -TERM "$@" 2>/dev/null
+  for _ in $(seq 1 $((grace * 10))); do [[ -z "$(living "$@")" ]] && return 0; sleep 0.1; done
+  kill -KILL "$@" 2>/dev/null
+  for _ in $(seq 1 50); do [[ -z "$(living "$@")" ]] && return 0; sleep 0.1; done
+}
 stop_server() {
   [[ -n "$SERVER_PID" ]] || return 0
-  local pids
-  pids="$(descendants "$SERVER_PID") $SERVER_PID"
-  kill -TERM $pids 2>/dev/null
-  for _ in $(seq 1 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 1; done
-  kill -KILL $pids 2>/dev/null
+  # shellcheck disable=SC2046
+  stop_pids 30 $(descendants "$SERVER_PID") "$SERVER_PID"
   wait "$SERVER_PID" 2>/dev/null
   SERVER_PID=
 }
-trap 'stop_server; [[ -z "$EVAL_PID" ]] || kill -TERM "$EVAL_PID" 2>/dev/null' EXIT
+trap 'stop_server; [[ -z "$EVAL_PID" ]] || stop_pids 10 "$EVAL_PID"' EXIT
 trap 'echo "evalscope-runner: stopped by signal" >&2; exit 143' TERM INT HUP
 
 echo "starting SGLang for $MODEL_PATH on port $PORT (log: $WORK_DIR/sglang.log)"
