@@ -168,7 +168,9 @@ def load(root: str, iteration: int, parts=PARTS, map_location="cpu", log=print) 
         if os.path.getsize(path) != files[fname]["bytes"] or _sha256(path) != files[fname]["sha256"]:
             raise CheckpointError(f"corrupt checkpoint {d}: {fname} does not match metadata.json (damaged file)")
         try:
-            out[name] = torch.load(path, map_location=map_location)
+            # our own files, checked against metadata.json above; explicit because torch >= 2.6 defaults to
+            # weights_only=True and torch 1.13's weights-only unpickler rejects plain floats and bools
+            out[name] = torch.load(path, map_location=map_location, weights_only=False)
         except Exception as e:  # noqa: BLE001 - any unpickling failure means a bad file
             raise CheckpointError(f"corrupt checkpoint {d}: cannot read {fname} ({type(e).__name__})") from None
     log(f"  successfully loaded checkpoint from {root_abs} [ t 1/1, p 1/1 ] at iteration {iteration}")
