@@ -64,7 +64,7 @@ PLAIN_LEAD = " count on by 1\n"
 
 def worked_text(p) -> str:
     lines = solution(p).split("\n")[1:-2]  # the reasoning lines, without <think> / </think> / answer
-    return question(p) + PLAIN_LEAD + "\n".join(lines) + f"\n= {answer(p)}"  # "= " sits where "</think>\n" does
+    return question(p) + PLAIN_LEAD + "\n".join(lines) + f"\n=\n{answer(p)}"  # "=" sits where </think> does
 
 
 ALL = [(a, b) for b in range(1, MAX_B + 1) for a in range(10, 90)]
