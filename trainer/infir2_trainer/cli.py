@@ -351,6 +351,7 @@ def dispatch(args) -> int:
         evaluate.run(args, device)
         return 0
     from . import checkpoint
+    runtime.exit_signal()  # SIGTERM from here on means: finish the iteration, save, exit 0
     if args.save:
         try:
             checkpoint.check_writable(args.save)

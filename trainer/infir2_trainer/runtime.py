@@ -50,7 +50,8 @@ def seed_all(seed: int):
 
 class ExitSignal:
     """Megatron's --exit-signal-handler, always on: SIGTERM sets a flag; the loop finishes the iteration it is in,
-    saves, prints `[exiting program after receiving SIGTERM.]` and exits 0."""
+    saves, prints `[exiting program after receiving SIGTERM.]` and exits 0. Installed at start-up (before the
+    checkpoint and the data are loaded), like Megatron's handler, so an early SIGTERM is not lost either."""
 
     def __init__(self):
         self.received = False
@@ -58,3 +59,13 @@ class ExitSignal:
 
     def _handler(self, signum, frame):
         self.received = True
+
+
+_exit_signal = None
+
+
+def exit_signal() -> ExitSignal:
+    global _exit_signal
+    if _exit_signal is None:
+        _exit_signal = ExitSignal()
+    return _exit_signal

@@ -11,7 +11,7 @@ from . import checkpoint as ckpt
 from .fp8 import Precision
 from .logs import log, print_datetime, training_log, warn
 from .model import GPTModel, ModelConfig
-from .runtime import ExitSignal, TrainerError, rng_state, set_rng_state
+from .runtime import TrainerError, exit_signal, rng_state, set_rng_state
 from .schedule import OptimizerParamScheduler, SchedulerMismatch
 from .tokenizer import Tokenizer
 
@@ -224,11 +224,11 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
     step_fn() -> dict(loss=float, grad_norm=float|None, nan=bool, samples=int, reward=float|None)
     Returns 'done', 'exit' (--exit-interval) or 'sigterm'.
     """
-    signals = ExitSignal()
+    signals = exit_signal()
     # a run resumed from its own save dir already has its current iteration on disk: a rerun after completion
     # trains nothing and rewrites nothing
     last_saved = state.iteration if resumed_in_save_dir else None
-    acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "nan": 0, "skipped": 0}
+    acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0}
     total_nan = 0
 
     def save():
@@ -261,7 +261,7 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
             log(training_log(state.iteration, train_iters, state.consumed, elapsed * 1000.0, tflops,
                              optimizer.param_groups[0]["lr"], gbs, {"lm loss": loss}, out.get("grad_norm"),
                              acc["skipped"], total_nan, reward=reward))
-            acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "nan": 0, "skipped": 0}
+            acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0}
         if on_eval is not None and args.eval_interval and state.iteration % args.eval_interval == 0:
             on_eval(state.iteration)
         # megatron/training/training.py::checkpoint_and_decide_exit
