@@ -6,13 +6,13 @@ and verifiable like the recipe's math problems:
   question  "37+4=?"                     (a = 10..89, b = 1..8)
   answer    "<think>\\n4:37\\n3:38\\n2:39\\n1:40\\n0:41\\n</think>\\n41"
 
-One reasoning line per step, "steps left:running total", starting from the question's numbers. Every token of
-a line is a copy, a successor or a predecessor of one token of the line above (or a copy from the question) at
-a fixed distance. A tiny model learns
-that in a couple of hundred steps; a line that needs a two-digit fact (running sums "17+8=25") takes it several
-times longer, because memorising a modular addition table is slow (measured while designing this). A larger b
-means a longer reasoning chain, which is what the SFT stages and the RL length curriculum play with: the
-response to a b problem is 12 + 5b tokens (52 for b = 8).
+One reasoning line per step, "steps left:running total", starting from the question's numbers. With the
+tokenizer's two-digit number tokens, every token of a line is a copy, a successor or a predecessor of one token
+of the line above (or a copy from the question) at a fixed distance, which a 2-layer model learns in a few
+hundred steps; running sums over characters ("17+8=25") need a memorised modular-addition table and took it
+several times longer (measured while designing this). A larger b means a longer reasoning chain, which is what
+the SFT stages and the RL length curriculum play with: the response to a b problem is 10 + 4b tokens (42 for
+b = 8). See docs/local-trainer.md for the other choices (layout, sloppy teacher) and why.
 
   cpt.jsonl         pre-training corpus: worked problems, counting runs, +1 facts, as plain text
   sft_stage1.jsonl  chat conversations, b = 1..4 (short reasoning)
