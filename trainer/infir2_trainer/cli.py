@@ -37,6 +37,13 @@ def _pos_int(v):
     return n
 
 
+def _nonneg_int(v):
+    n = int(v)
+    if n < 0 or n >= 2 ** 40:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^40), got {v}")
+    return n
+
+
 def _nonneg_float(v):
     x = float(v)
     if not x >= 0:
@@ -44,12 +51,18 @@ def _nonneg_float(v):
     return x
 
 
+# argparse names the type in "invalid <type> value: 'x'"
+_pos_int.__name__ = _nonneg_int.__name__ = "integer"
+_nonneg_float.__name__ = "number"
+_bool.__name__ = "true/false"
+
+
 def add_runtime(p):
     g = p.add_argument_group("runtime")
     g.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     g.add_argument("--num-threads", type=_pos_int, default=1,
                    help="intra-op threads (1 is fastest for the tiny model and keeps CPU runs bit-reproducible)")
-    g.add_argument("--seed", type=int, default=1234)
+    g.add_argument("--seed", type=_nonneg_int, default=1234)
 
 
 def add_precision(p):
