@@ -17,13 +17,15 @@ import os
 
 import torch
 
+from .runtime import TrainerError
+
 TRACKER = "latest_checkpointed_iteration.txt"
 FORMAT = "infir2-local/1"
 PARTS = ("common", "model", "optimizer")
 
 
-class CheckpointError(Exception):
-    pass
+class CheckpointError(TrainerError):
+    """A missing, incomplete or damaged checkpoint, or one that cannot be written: a one-line error, exit 1."""
 
 
 def iter_dir(root: str, iteration: int) -> str:

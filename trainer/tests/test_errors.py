@@ -102,3 +102,11 @@ def test_convert_errors(tmp_path, cpt_root):
     line = one_error_line(run(["eval", "--model-path", str(tmp_path), "--data-path",
                                os.path.join(DATA, "eval_arith.jsonl"), "--output", str(tmp_path / "r.json")]), 1)
     assert "not an HF model directory" in line
+
+
+def test_save_failure_during_training(tmp_path):
+    root = tmp_path / "c"
+    root.mkdir()
+    (root / "iter_0000002").write_text("a file where the checkpoint directory should go")
+    line = one_error_line(run(pretrain_args(str(root), iters=3, extra=["--save-interval", "2"])), 1)
+    assert "cannot save checkpoint" in line and "iter_0000002" in line
