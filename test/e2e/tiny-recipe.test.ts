@@ -70,9 +70,11 @@ describe('the tiny recipe end to end', () => {
     expect(st.steps.every((s) => s.status === 'completed' && s.attempts === 1)).toBe(true);
     const loss = (id: string) => st.steps.find((s) => s.id === id)!.result!.loss!;
     expect(loss('cpt.decay')).toBeLessThan(loss('cpt.warmup'));
-    const acc = st.steps.find((s) => s.id === 'eval.fp8.arith')!.result!.metrics.accuracy;
-    expect(acc).toBeGreaterThanOrEqual(0);
-    expect(acc).toBeLessThanOrEqual(1);
+    // The model measurably learns: the SFT model (evaluated from its FP8 export) solves most held-out problems,
+    // and RL raises that further (measured: 0.857 → 0.993).
+    const acc = (id: string) => st.steps.find((s) => s.id === id)!.result!.metrics.accuracy!;
+    expect(acc('eval.fp8.arith')).toBeGreaterThan(0.5);
+    expect(acc('eval.rl.arith')).toBeGreaterThan(acc('eval.fp8.arith'));
     const fp8 = JSON.parse(readFileSync(join(runs, 'e2e', 'convert.fp8', 'hf', 'config.json'), 'utf8')) as { quantization_config: Record<string, unknown> };
     expect(fp8.quantization_config).toMatchObject({ quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic' });
   }, 900_000);
@@ -100,6 +102,6 @@ describe('the tiny recipe end to end', () => {
   it('refuses a fork from a checkpoint that does not exist', async () => {
     const r = await cli(['fork', 'tiny-e2e', '--stage', 'cpt.decay', '--from-iteration', '7']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/no complete checkpoint 7 \(complete: 20, 40/);
+    expect(r.stderr).toMatch(/no complete checkpoint 7 \(complete: 10, 20, 30/);
   });
 });
