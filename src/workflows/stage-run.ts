@@ -19,7 +19,7 @@ import type { Activities } from '../activities/index.js';
 import type { PlanStep } from '../plan/types.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal, type StepResult, type StepState } from './definitions.js';
 import { failureClassOf } from './failures.js';
-import { stepRow } from './status-table.js';
+import { stepTable } from './status-table.js';
 
 export interface StageRunInput {
   recipe: string;
@@ -48,7 +48,7 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
   const parent = workflowInfo().parent;
 
   const publish = (toParent: boolean) => {
-    setCurrentDetails(['| step | status | iteration | loss | last good checkpoint | attempts | last failure |', '| --- | --- | --- | --- | --- | --- | --- |', stepRow(state)].join('\n'));
+    setCurrentDetails(stepTable([state]));
     if (toParent && parent) {
       // Fire and forget: the parent learns the step's state; a lost update is repaired by the next one.
       getExternalWorkflowHandle(parent.workflowId, parent.runId)

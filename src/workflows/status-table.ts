@@ -27,13 +27,16 @@ export function stepRow(s: StepState): string {
   return `| ${s.id} | ${ICON[s.status]} ${s.status} | ${iter} | ${loss} | ${ckpt} | ${s.attempts} | ${failure} |`;
 }
 
-export function statusMarkdown(run: RunStatus): string {
-  const head = `**${run.recipe}** run \`${run.runId}\` — ${run.status}${run.message ? `: ${run.message}` : ''}`;
+/** The stage table: one row per step (a stageRun shows its own row, a recipeRun all of them). */
+export function stepTable(steps: StepState[]): string {
   return [
-    head,
-    '',
     '| step | status | iteration | loss | last good checkpoint | attempts | last failure |',
     '| --- | --- | --- | --- | --- | --- | --- |',
-    ...run.steps.map(stepRow),
+    ...steps.map(stepRow),
   ].join('\n');
+}
+
+export function statusMarkdown(run: RunStatus): string {
+  const head = `**${run.recipe}** run \`${run.runId}\` — ${run.status}${run.message ? `: ${run.message}` : ''}`;
+  return `${head}\n\n${stepTable(run.steps)}`;
 }
