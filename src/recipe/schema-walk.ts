@@ -5,7 +5,7 @@
 import { homedir } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
-import { PATH_SCHEMAS } from './fields.js';
+import { isPathSchema } from './fields.js';
 
 type Def = {
   type: string;
@@ -64,7 +64,7 @@ export function resolvePath(p: string, baseDir: string): string {
  */
 export function resolvePaths(raw: unknown, schema: z.ZodType, baseDir: string): unknown {
   const s = unwrap(schema);
-  if (PATH_SCHEMAS.has(s)) return typeof raw === 'string' && raw.length > 0 ? resolvePath(raw, baseDir) : raw;
+  if (isPathSchema(s)) return typeof raw === 'string' && raw.length > 0 ? resolvePath(raw, baseDir) : raw;
   const d = def(s);
   if (d.type === 'object' && isPlainObject(raw)) {
     return Object.fromEntries(
@@ -81,5 +81,5 @@ export function resolvePaths(raw: unknown, schema: z.ZodType, baseDir: string): 
 /** Whether the value at `path` is a filesystem path (so a `--set` value resolves against the cwd). */
 export function isPathAt(root: z.ZodType, path: readonly PropertyKey[]): boolean {
   const s = schemaAt(root, path);
-  return s !== undefined && PATH_SCHEMAS.has(s);
+  return s !== undefined && isPathSchema(s);
 }

@@ -2,12 +2,13 @@
  * The recipe format: the single source of truth for the YAML keys, their defaults and their error messages.
  *
  * Keys are camelCase. Every object is strict (an unknown key is an error with a "did you mean"). Presets
- * (`src/recipe/presets/`) are recipes in this same schema; `docs/recipe-reference.md` describes each key.
+ * (`src/recipe/presets/`) are recipes in this same schema; each key's `.describe()` text is its meaning in
+ * `docs/recipe-reference.md`, which is generated from this file (`make docs`).
  * Cross-field rules (phases that add up, pools that exist, pitfalls of the InfiR2 scripts) live in `lint.ts`.
  */
 import { z } from 'zod';
 import type { Launcher, Precision } from '../plan/types.js';
-import { count, duration, envName, name, natural, nonNegative, path, positive, slug, unitInterval } from './fields.js';
+import { count, duration, envName, name, natural, nonNegative, path, port, positive, slug, unitInterval } from './fields.js';
 
 // The Plan's types (src/plan/types.ts) name the same values; `satisfies` keeps the two in step.
 export const PRECISIONS = ['fp8', 'bf16'] as const satisfies readonly Precision[];
@@ -20,335 +21,376 @@ export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const satisfie
 const retries = (d: { crash: number; hang: number; oom: number; preempted: number }) =>
   z
     .strictObject({
-      crash: natural().default(d.crash),
-      hang: natural().default(d.hang),
-      oom: natural().default(d.oom),
-      preempted: natural().default(d.preempted),
+      crash: natural().default(d.crash).describe('retries after the trainer exits with an error'),
+      hang: natural().default(d.hang).describe('retries after a hang: no progress for `stallTimeout`, or NCCL/watchdog timeouts in the log'),
+      oom: natural().default(d.oom).describe('retries after the GPU (or host) runs out of memory'),
+      preempted: natural().default(d.preempted).describe('retries after the node or the worker went away (SIGTERM, SIGKILL, a lost heartbeat)'),
     })
-    .prefault({});
+    .prefault({})
+    .describe('retries per failure class; `config` failures (bad arguments, missing files) are never retried');
 
 /** What every stage carries: where it runs, how long it may go quiet, and how often it may be retried. */
 const stageCommon = (d: { stall: string; attempt: string; retries: Parameters<typeof retries>[0] }) => ({
-  /** Pool (a key of `pools`) whose workers run this stage. */
-  pool: name(),
-  /** Nodes and GPUs per node this stage uses; default: the whole pool. */
-  nodes: count().optional(),
-  gpusPerNode: natural().optional(),
+  pool: name().describe('the pool (a key of `pools`) whose workers run this stage'),
+  nodes: count().optional().describe('nodes this stage uses; default: all of the pool\'s'),
+  gpusPerNode: natural().optional().describe('GPUs per node this stage uses; default: all of the pool\'s'),
   retries: retries(d.retries),
-  /** No progress for this long (no new iteration, rollout or eval line) and the attempt is a hang. */
-  stallTimeout: duration().prefault(d.stall),
-  /** Upper bound for one attempt. */
-  attemptTimeout: duration().prefault(d.attempt),
-  /** Arguments appended to the trainer's command line (argparse: the last value of a flag wins). */
-  extraArgs: z.array(z.string()).default([]),
-  /** Environment for the training processes (slime: the Ray runtime env). */
-  env: z.record(envName(), z.string()).default({}),
+  stallTimeout: duration()
+    .prefault(d.stall)
+    .describe('no progress for this long (no new iteration, rollout or eval line) and the attempt is a hang: it is stopped and retried'),
+  attemptTimeout: duration().prefault(d.attempt).describe('upper bound of one attempt'),
+  extraArgs: z
+    .array(z.string())
+    .default([])
+    .describe(
+      'appended to the trainer\'s arguments (argparse: the last value of a flag wins); flags infir2 manages (`--load`, `--save`, `--ckpt-step`, …) and flags that break resuming (`--no-load-optim`, `--no-load-rng`, `--finetune`) are refused',
+    ),
+  env: z.record(envName(), z.string()).default({}).describe('environment of the training processes (slime: the Ray runtime env)'),
 });
 
 const TRAIN_RETRIES = { crash: 3, hang: 2, oom: 1, preempted: 10 };
 const TOOL_RETRIES = { crash: 1, hang: 1, oom: 1, preempted: 3 };
 
 /** Model architecture: what Megatron/slime need on the command line and what lint compares between stages. */
-const arch = z.strictObject({
-  numLayers: count(),
-  hiddenSize: count(),
-  ffnHiddenSize: count(),
-  numAttentionHeads: count(),
-  numQueryGroups: count(),
-  /** RoPE base (`rope_theta` in the HF config, Megatron `--rotary-base`). */
-  rotaryBase: positive(),
-  /** Vocabulary size of the HF model (`vocab_size`). */
-  vocabSize: count(),
-  normEpsilon: positive(),
-  /** Input and output embeddings shared (`tie_word_embeddings`). */
-  tieEmbeddings: z.boolean(),
-  /** Longest sequence the model handles (Megatron `--max-position-embeddings`). */
-  maxContext: count(),
-});
+const arch = z
+  .strictObject({
+    numLayers: count().describe('transformer layers (`--num-layers`, HF `num_hidden_layers`)'),
+    hiddenSize: count().describe('model width (`--hidden-size`)'),
+    ffnHiddenSize: count().describe('SwiGLU inner width (`--ffn-hidden-size`, HF `intermediate_size`)'),
+    numAttentionHeads: count().describe('query heads (`--num-attention-heads`)'),
+    numQueryGroups: count().describe('key/value heads of grouped-query attention (`--num-query-groups`, HF `num_key_value_heads`)'),
+    rotaryBase: positive().describe('RoPE base (`--rotary-base`, HF `rope_theta`)'),
+    vocabSize: count().describe('vocabulary of the HF model (HF `vocab_size`); Megatron pads it, the export trims back to it'),
+    normEpsilon: positive().describe('RMSNorm epsilon (`--norm-epsilon`, HF `rms_norm_eps`)'),
+    tieEmbeddings: z.boolean().describe('input and output embeddings shared (HF `tie_word_embeddings`)'),
+    maxContext: count().describe('longest sequence the model handles (`--max-position-embeddings`); lint compares generation lengths with it'),
+  })
+  .describe('the model architecture: what Megatron and slime need on the command line, and what lint compares between stages');
 export type Arch = z.output<typeof arch>;
 
 /** A stage's own view of the architecture (slime's model script may differ from CPT's: InfiR2 1.5B does). */
 const archOverride = arch.partial();
 
-const model = z.strictObject({
-  /** Human-readable name for summaries, e.g. `Qwen2.5-7B`. */
-  name: z.string().min(1),
-  /** HF model directory: config and tokenizer for SFT/RL (`--hf-checkpoint`) and for the HF export. */
-  hf: path().optional(),
-  /** HF directory of the tokenizer used by CPT (`--tokenizer-model`); default: `hf`. */
-  tokenizer: path().optional(),
-  /** The base model as a Megatron torch_dist checkpoint root (tracker `release`); CPT starts from it. */
-  base: path().optional(),
-  arch,
-});
+const model = z
+  .strictObject({
+    name: z.string().min(1).describe('human-readable name for summaries, e.g. `Qwen2.5-7B`'),
+    hf: path()
+      .optional()
+      .describe('HF model directory: config and tokenizer for SFT/RL (`--hf-checkpoint`), the HF export\'s `--origin-hf-dir`, the `base` model of eval'),
+    tokenizer: path().optional().describe('HF directory of the tokenizer CPT uses (`--tokenizer-model`); default: `hf`'),
+    base: path()
+      .optional()
+      .describe('the base model as a Megatron torch_dist checkpoint root (tracker `release`); CPT starts from it, SFT too when there is no CPT'),
+    arch,
+  })
+  .describe('the model being trained');
 
-const pool = z.strictObject({
-  /** Temporal task queue the pool's workers poll. */
-  taskQueue: z.string().regex(/^\S+$/, { error: 'expected a task queue name without spaces' }),
-  nodes: count().default(1),
-  /** 0 for a CPU-only pool. */
-  gpusPerNode: natural(),
-  launcher: z.enum(LAUNCHERS),
-  /** torchrun/srun rendezvous `host:port` (multi-node: the head node's address). */
-  rdzvEndpoint: z.string().regex(/^[^\s:]+:\d+$/, { error: 'expected host:port' }).default('localhost:29400'),
-  /** Ray dashboard address that `ray job submit` talks to. */
-  rayAddress: z.string().regex(/^https?:\/\/\S+$/, { error: 'expected an http(s) URL' }).default('http://127.0.0.1:8265'),
-});
+const pool = z
+  .strictObject({
+    taskQueue: z
+      .string()
+      .regex(/^\S+$/, { error: 'expected a task queue name without spaces' })
+      .describe('the Temporal task queue the pool\'s workers poll (`infir2 worker --pool <name>` polls `infir2-<name>`, `--task-queue` any other)'),
+    nodes: count().default(1).describe('nodes a step of this pool may span'),
+    gpusPerNode: natural().describe('GPUs per node; 0 for a CPU-only pool'),
+    launcher: z
+      .enum(LAUNCHERS)
+      .describe('how a step starts its processes: `local` (one process, or `torchrun --standalone`), `torchrun` (one node), `slurm` (`srun` starts torchrun on each node), `ray` (`ray job submit`, for slime)'),
+    rdzvEndpoint: z
+      .string()
+      .regex(/^[^\s:]+:\d+$/, { error: 'expected host:port' })
+      .default('localhost:29400')
+      .describe('torchrun/srun rendezvous `host:port`; a multi-node pool names its head node'),
+    rayAddress: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, { error: 'expected an http(s) URL' })
+      .default('http://127.0.0.1:8265')
+      .describe('the Ray dashboard address `ray job submit` and `ray job stop` talk to'),
+  })
+  .describe('a worker pool: machines with the same GPUs and launcher, served by workers on one task queue');
 export type Pool = z.output<typeof pool>;
 
 /** Where the external software lives on the workers (the InfiR2 Docker image layout by default). */
 const software = z
   .strictObject({
-    megatron: path().default('/root/Megatron-LM'),
-    slime: path().default('/root/slime'),
-    /** The InfiR2 repository: `tools/convert_torch_dist_to_hf.py`, `tools/bf16_cast_fp8.py`. */
-    infir2: path().default('/root/InfiR2'),
-    /** Programs, looked up on PATH when they have no `/`. */
-    python: z.string().min(1).default('python3'),
-    torchrun: z.string().min(1).default('torchrun'),
-    srun: z.string().min(1).default('srun'),
-    ray: z.string().min(1).default('ray'),
+    megatron: path().default('/root/Megatron-LM').describe('Megatron-LM checkout (`pretrain_gpt.py`)'),
+    slime: path().default('/root/slime').describe('slime checkout (`train.py`, `train_async.py`); the Ray job\'s working directory'),
+    infir2: path().default('/root/InfiR2').describe('InfiR2 checkout: `tools/convert_torch_dist_to_hf.py`, `tools/bf16_cast_fp8.py`'),
+    python: z.string().min(1).default('python3').describe('Python that runs the tools and slime\'s entry points (looked up on `PATH` when it has no `/`)'),
+    torchrun: z.string().min(1).default('torchrun').describe('torchrun program (looked up on `PATH` when it has no `/`)'),
+    srun: z.string().min(1).default('srun').describe('Slurm\'s srun program (looked up on `PATH` when it has no `/`)'),
+    ray: z.string().min(1).default('ray').describe('the Ray CLI (looked up on `PATH` when it has no `/`)'),
   })
-  .prefault({});
+  .prefault({})
+  .describe('where the external software lives on the workers (the InfiR2 Docker image\'s layout by default)');
 
 const tensorParallel = z
   .strictObject({
-    tensor: count().default(1),
-    pipeline: count().default(1),
-    context: count().default(1),
-    expert: count().default(1),
-    expertTensor: count().default(1),
+    tensor: count().default(1).describe('tensor-parallel size (`--tensor-model-parallel-size`)'),
+    pipeline: count().default(1).describe('pipeline-parallel size (`--pipeline-model-parallel-size`)'),
+    context: count().default(1).describe('context-parallel size (`--context-parallel-size`)'),
+    expert: count().default(1).describe('expert-parallel size (`--expert-model-parallel-size`; slime only)'),
+    expertTensor: count().default(1).describe('expert tensor-parallel size (`--expert-tensor-parallel-size`; slime only)'),
   })
-  .prefault({});
+  .prefault({})
+  .describe('model parallelism; TP × PP × CP must divide the stage\'s GPUs');
 export type Parallel = z.output<typeof tensorParallel>;
 
-const cpt = z.strictObject({
-  backend: z.enum(['megatron', 'local']).default('megatron'),
-  // Megatron builds its dataset index before the first log line: allow for it.
-  ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
-  /** Megatron: the indexed-dataset prefix (`--data-path`); local: a `.jsonl` file. */
-  data: path(),
-  /** Megatron `--data-cache-path`; default `<run>/cpt/data-cache`. */
-  dataCache: path().optional(),
-  /** Total iterations of the WSD schedule (`--train-iters`); stable = iterations − warmup − decay. */
-  iterations: count(),
-  warmupIters: natural(),
-  decayIters: count(),
-  decayStyle: z.enum(['cosine', 'linear', 'exponential', 'minus_sqrt']).default('cosine'),
-  saveInterval: count(),
-  logInterval: count().default(1),
-  evalInterval: count().default(100),
-  evalIters: natural().default(10),
-  seqLength: count(),
-  microBatchSize: count().default(1),
-  globalBatchSize: count(),
-  parallel: tensorParallel,
-  lr: positive(),
-  minLr: nonNegative(),
-  weightDecay: nonNegative().default(0.1),
-  adamBeta1: unitInterval().default(0.9),
-  adamBeta2: unitInterval().default(0.95),
-  clipGrad: nonNegative().default(1.0),
-  initMethodStd: positive().default(0.02),
-  seed: natural().default(1234),
-  /** Megatron `--split` (train,valid,test weights). */
-  split: z.string().regex(/^\d+(,\d+){0,2}$/, { error: 'expected weights like 90,5,5' }).default('969,30,1'),
-  numWorkers: natural().default(2),
-  initialLossScale: positive().optional(),
-  distributedTimeoutMinutes: count().optional(),
-  /** Megatron's `--profile --use-pytorch-profiler --record-memory-history` (on in the InfiR2 scripts). */
-  profile: z.boolean().default(false),
-  wandbProject: z.string().min(1).optional(),
-});
+const seed = () => natural().default(1234).describe('random seed (`--seed`)');
+const wandbProject = () => z.string().min(1);
+
+const cpt = z
+  .strictObject({
+    backend: z.enum(['megatron', 'local']).default('megatron').describe('`megatron` (`pretrain_gpt.py` with TransformerEngine) or `local` (the reference trainer)'),
+    // Megatron builds its dataset index before the first log line: allow for it.
+    ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
+    data: path().describe('Megatron: the indexed-dataset prefix (`--data-path`); local: a `.jsonl` file'),
+    dataCache: path().optional().describe('Megatron `--data-cache-path`; default `<run>/cpt/data-cache`'),
+    iterations: count().describe('total iterations of the one WSD schedule (`--train-iters`); stable is what warmup and decay leave'),
+    warmupIters: natural().describe('linear warmup iterations (`--lr-warmup-iters`); 0: no `cpt.warmup` step'),
+    decayIters: count().describe('iterations of the final decay (`--lr-wsd-decay-iters`); the `cpt.decay` step'),
+    decayStyle: z
+      .enum(['cosine', 'linear', 'exponential', 'minus_sqrt'])
+      .default('cosine')
+      .describe('shape of the decay (`--lr-wsd-decay-style`)'),
+    saveInterval: count().describe('iterations between checkpoints (`--save-interval`); phase boundaries are saved regardless'),
+    logInterval: count().default(1).describe('iterations between log lines (`--log-interval`); progress is read from them'),
+    evalInterval: count().default(100).describe('iterations between validation runs (`--eval-interval`)'),
+    evalIters: natural().default(10).describe('batches per validation run (`--eval-iters`)'),
+    seqLength: count().describe('tokens per sample (`--seq-length`)'),
+    microBatchSize: count().default(1).describe('samples per GPU per forward pass (`--micro-batch-size`)'),
+    globalBatchSize: count().describe('samples per optimizer step (`--global-batch-size`)'),
+    parallel: tensorParallel,
+    lr: positive().describe('peak learning rate (`--lr`)'),
+    minLr: nonNegative().describe('learning rate at the end of the decay (`--min-lr`)'),
+    weightDecay: nonNegative().default(0.1).describe('AdamW weight decay (`--weight-decay`)'),
+    adamBeta1: unitInterval().default(0.9).describe('Adam β1 (`--adam-beta1`)'),
+    adamBeta2: unitInterval().default(0.95).describe('Adam β2 (`--adam-beta2`)'),
+    clipGrad: nonNegative().default(1.0).describe('gradient-norm clipping (`--clip-grad`)'),
+    initMethodStd: positive().default(0.02).describe('standard deviation of weight initialisation (`--init-method-std`)'),
+    seed: seed(),
+    split: z
+      .string()
+      .regex(/^\d+(,\d+){0,2}$/, { error: 'expected weights like 90,5,5' })
+      .default('969,30,1')
+      .describe('train,valid,test weights of the data (`--split`)'),
+    numWorkers: natural().default(2).describe('data-loader workers (`--num-workers`)'),
+    initialLossScale: positive().optional().describe('`--initial-loss-scale`; left out: Megatron\'s default'),
+    distributedTimeoutMinutes: count().optional().describe('NCCL timeout (`--distributed-timeout-minutes`); infir2\'s `stallTimeout` usually notices a hang first'),
+    profile: z
+      .boolean()
+      .default(false)
+      .describe('`--profile --use-pytorch-profiler --record-memory-history` (on in the InfiR2 scripts; costly)'),
+    wandbProject: wandbProject().optional().describe('W&B project (`--wandb-project`); left out: no W&B'),
+  })
+  .describe('continued pretraining: one WSD schedule run as the steps `cpt.warmup`, `cpt.stable`, `cpt.decay`');
 
 const slimeProfile = z
   .strictObject({
-    pytorchProfiler: z.boolean().default(false),
-    stepStart: natural(),
-    stepEnd: natural(),
-    recordMemoryHistory: z.boolean().default(false),
+    pytorchProfiler: z.boolean().default(false).describe('`--use-pytorch-profiler`'),
+    stepStart: natural().describe('first profiled step (`--profile-step-start`)'),
+    stepEnd: natural().describe('step after the last profiled one (`--profile-step-end`)'),
+    recordMemoryHistory: z.boolean().default(false).describe('`--record-memory-history`'),
   })
   .nullable()
-  .default(null);
+  .default(null)
+  .describe('slime profiling; `null`: off');
 
 /** What SFT stages and RL share: slime's optimizer, parallelism and checkpoint arguments. */
 const slimeCommon = {
   parallel: tensorParallel,
-  /** `--recompute-granularity full --recompute-method uniform --recompute-num-layers 1`. */
-  recompute: z.boolean().default(true),
-  maxTokensPerGpu: count().optional(),
-  saveInterval: count(),
-  globalBatchSize: count(),
-  microBatchSize: count().default(1),
-  lr: positive(),
-  minLr: nonNegative().optional(),
-  decayStyle: z.enum(['constant', 'linear', 'cosine', 'WSD']),
-  weightDecay: nonNegative(),
-  adamBeta1: unitInterval().default(0.9),
-  adamBeta2: unitInterval().default(0.95),
-  seed: natural().default(1234),
-  /** HF directory for config and tokenizer (`--hf-checkpoint`); default: the upstream model. */
-  hfCheckpoint: path().optional(),
-  /** Initial weights (`--ref-load`, a torch_dist root); default: the previous stage's checkpoints. */
-  refLoad: path().optional(),
-  /** This stage's model arguments where they differ from `model.arch`. */
-  arch: archOverride.optional(),
-  wandbProject: z.string().min(1).default('slime-dev'),
-  /** W&B group (and log directory name); default `<recipe>-<step id>`. */
-  wandbGroup: z.string().min(1).optional(),
+  recompute: z.boolean().default(true).describe('activation recomputation: `--recompute-granularity full --recompute-method uniform --recompute-num-layers 1`'),
+  maxTokensPerGpu: count().optional().describe('dynamic batching: `--use-dynamic-batch-size --max-tokens-per-gpu N` instead of `microBatchSize`'),
+  saveInterval: count().describe('steps (rollouts) between checkpoints (`--save-interval`)'),
+  globalBatchSize: count().describe('samples per optimizer step (`--global-batch-size`)'),
+  microBatchSize: count().default(1).describe('samples per GPU per forward pass, without dynamic batching (`--micro-batch-size`)'),
+  lr: positive().describe('peak learning rate (`--lr`)'),
+  minLr: nonNegative().optional().describe('final learning rate (`--min-lr`); default: `lr`'),
+  decayStyle: z.enum(['constant', 'linear', 'cosine', 'WSD']).describe('learning-rate schedule (`--lr-decay-style`)'),
+  weightDecay: nonNegative().describe('AdamW weight decay (`--weight-decay`)'),
+  adamBeta1: unitInterval().default(0.9).describe('Adam β1 (`--adam-beta1`)'),
+  adamBeta2: unitInterval().default(0.95).describe('Adam β2 (`--adam-beta2`)'),
+  seed: seed(),
+  hfCheckpoint: path().optional().describe('HF directory for config and tokenizer (`--hf-checkpoint`); default: the upstream model (for RL in fp8: the FP8 export)'),
+  refLoad: path()
+    .optional()
+    .describe('initial weights (`--ref-load`, a torch_dist root); default: the previous stage\'s checkpoints, then CPT\'s, then `model.base`'),
+  arch: archOverride.optional().describe('this stage\'s model arguments where they differ from `model.arch` (each field of `model.arch` may appear)'),
+  wandbProject: wandbProject().default('slime-dev').describe('W&B project (`--wandb-project`; W&B runs offline)'),
+  wandbGroup: z.string().min(1).optional().describe('W&B group and log directory name; default `<recipe>-<step id>`'),
   profile: slimeProfile,
 };
 
-const sftStage = z.strictObject({
-  backend: z.enum(['slime', 'local']).default('slime'),
-  ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
-  /** A `.jsonl` or `.parquet` file of `{"messages": [...]}` rows (slime rejects a directory). */
-  data: path(),
-  /** Rows in `data`; the step count depends on it. Counted from a local `.jsonl` when left out. */
-  samples: count().optional(),
-  epochs: count(),
-  rolloutBatchSize: count().default(64),
-  /** slime `--lr-warmup-fraction`. */
-  warmupFraction: unitInterval().default(0),
-  ...slimeCommon,
-});
+const sftStage = z
+  .strictObject({
+    backend: z.enum(['slime', 'local']).default('slime').describe('`slime` (`train_async.py` through `ray job submit`) or `local` (the reference trainer)'),
+    ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
+    data: path().describe('a `.jsonl` or `.parquet` file of `{"messages": [...]}` rows (slime rejects a directory)'),
+    samples: count()
+      .optional()
+      .describe('rows in `data`: the stage runs `epochs × ⌊samples / rolloutBatchSize⌋` steps; counted from a local `.jsonl` when left out'),
+    epochs: count().describe('passes over the data (`--num-epoch`)'),
+    rolloutBatchSize: count().default(64).describe('samples per step (`--rollout-batch-size`)'),
+    warmupFraction: unitInterval().default(0).describe('share of the steps spent warming up (`--lr-warmup-fraction`)'),
+    ...slimeCommon,
+  })
+  .describe('one SFT stage (the steps `sft.stage1`, `sft.stage2`, …); a stage starts from the previous one');
 export type SftStage = z.output<typeof sftStage>;
 
-const curriculumStage = z.strictObject({
-  /** Rollouts in this stage (`--num-rollout`); one optimizer step each when rolloutBatchSize × n = GBS. */
-  rollouts: count(),
-  maxResponseLen: count(),
-  temperature: nonNegative(),
-  /** Default: `maxResponseLen`. */
-  maxTokensPerGpu: count().optional(),
-  wandbGroup: z.string().min(1).optional(),
-});
+const curriculumStage = z
+  .strictObject({
+    rollouts: count().describe('rollouts in this stage (`--num-rollout`); one optimizer step each when `rolloutBatchSize × samplesPerPrompt = globalBatchSize`'),
+    maxResponseLen: count().describe('longest generated response, in tokens (`--rollout-max-response-len`)'),
+    temperature: nonNegative().describe('sampling temperature of the rollouts (`--rollout-temperature`)'),
+    maxTokensPerGpu: count().optional().describe('dynamic batching budget (`--max-tokens-per-gpu`); default: `maxResponseLen`'),
+    wandbGroup: z.string().min(1).optional().describe('W&B group of this stage; default `<recipe>-<step id>`'),
+  })
+  .describe('one stage of the response-length curriculum (the steps `rl.stage1`, `rl.stage2`, …)');
 
-const rl = z.strictObject({
-  backend: z.enum(['slime', 'local']).default('slime'),
-  // One rollout of long responses can take most of an hour before its first log line.
-  ...stageCommon({ stall: '3h', attempt: '21d', retries: TRAIN_RETRIES }),
-  /** `.jsonl`/`.parquet` prompts with `inputKey` and `labelKey`. */
-  data: path(),
-  inputKey: z.string().min(1).default('prompt'),
-  labelKey: z.string().min(1).default('label'),
-  applyChatTemplate: z.boolean().default(true),
-  rolloutShuffle: z.boolean().default(true),
-  rmType: z.string().min(1).default('deepscaler'),
-  rolloutBatchSize: count(),
-  samplesPerPrompt: count(),
-  overSamplingBatchSize: count().optional(),
-  dynamicSamplingFilter: z.string().min(1).optional(),
-  balanceData: z.boolean().default(false),
-  advantageEstimator: z.string().min(1).default('grpo'),
-  useKlLoss: z.boolean().default(true),
-  klLossCoef: nonNegative().default(0),
-  klLossType: z.string().min(1).default('low_var_kl'),
-  entropyCoef: nonNegative().default(0),
-  epsClip: positive().default(0.2),
-  epsClipHigh: positive().default(0.28),
-  useTis: z.boolean().default(false),
-  colocate: z.boolean().default(true),
-  sglang: z
-    .strictObject({
-      gpusPerEngine: count().default(1),
-      memFractionStatic: unitInterval().default(0.5),
-      maxRunningRequests: count().optional(),
-    })
-    .prefault({}),
-  /** In-training evaluation (slime `--eval-*`); off when `evalData` is left out. */
-  evalData: path().optional(),
-  evalName: name().default('aime'),
-  evalInterval: count().default(20),
-  evalSamples: count().default(1),
-  evalMaxResponseLen: count().optional(),
-  evalTopP: unitInterval().optional(),
-  ...slimeCommon,
-  curriculum: z.array(curriculumStage).min(1, { error: 'expected at least one curriculum stage' }),
-});
+const rl = z
+  .strictObject({
+    backend: z.enum(['slime', 'local']).default('slime').describe('`slime` (`train.py` through `ray job submit`) or `local` (the reference trainer)'),
+    // One rollout of long responses can take most of an hour before its first log line.
+    ...stageCommon({ stall: '3h', attempt: '21d', retries: TRAIN_RETRIES }),
+    data: path().describe('`.jsonl`/`.parquet` prompts with `inputKey` and `labelKey` (`--prompt-data`)'),
+    inputKey: z.string().min(1).default('prompt').describe('the prompt\'s key in `data` (`--input-key`)'),
+    labelKey: z.string().min(1).default('label').describe('the reference answer\'s key in `data` (`--label-key`)'),
+    applyChatTemplate: z.boolean().default(true).describe('wrap prompts in the model\'s chat template (`--apply-chat-template`)'),
+    rolloutShuffle: z.boolean().default(true).describe('shuffle the prompts (`--rollout-shuffle`)'),
+    rmType: z.string().min(1).default('deepscaler').describe('rule-based reward (`--rm-type`)'),
+    rolloutBatchSize: count().describe('prompts per rollout (`--rollout-batch-size`)'),
+    samplesPerPrompt: count().describe('responses per prompt, the GRPO group (`--n-samples-per-prompt`)'),
+    overSamplingBatchSize: count().optional().describe('prompts sampled per round when dynamic sampling filters (`--over-sampling-batch-size`)'),
+    dynamicSamplingFilter: z.string().min(1).optional().describe('Python path of slime\'s dynamic-sampling filter (`--dynamic-sampling-filter-path`)'),
+    balanceData: z.boolean().default(false).describe('balance tokens across data-parallel ranks (`--balance-data`)'),
+    advantageEstimator: z.string().min(1).default('grpo').describe('`--advantage-estimator`'),
+    useKlLoss: z.boolean().default(true).describe('add the KL loss to the reference model (`--use-kl-loss`)'),
+    klLossCoef: nonNegative().default(0).describe('weight of the KL loss (`--kl-loss-coef`)'),
+    klLossType: z.string().min(1).default('low_var_kl').describe('KL estimator (`--kl-loss-type`)'),
+    entropyCoef: nonNegative().default(0).describe('entropy bonus (`--entropy-coef`)'),
+    epsClip: positive().default(0.2).describe('lower PPO clip range (`--eps-clip`)'),
+    epsClipHigh: positive().default(0.28).describe('upper PPO clip range, clip-higher (`--eps-clip-high`)'),
+    useTis: z.boolean().default(false).describe('truncated importance sampling between rollout and training numerics (`--use-tis`)'),
+    colocate: z.boolean().default(true).describe('training and SGLang share the GPUs (`--colocate`)'),
+    sglang: z
+      .strictObject({
+        gpusPerEngine: count().default(1).describe('GPUs per SGLang engine (`--rollout-num-gpus-per-engine`)'),
+        memFractionStatic: unitInterval().default(0.5).describe('share of GPU memory SGLang reserves (`--sglang-mem-fraction-static`)'),
+        maxRunningRequests: count().optional().describe('`--sglang-max-running-requests`'),
+      })
+      .prefault({})
+      .describe('the SGLang rollout engines'),
+    evalData: path().optional().describe('in-training evaluation data (`--eval-prompt-data`); left out: no in-training evaluation'),
+    evalName: name().default('aime').describe('name of the in-training evaluation set'),
+    evalInterval: count().default(20).describe('rollouts between in-training evaluations (`--eval-interval`)'),
+    evalSamples: count().default(1).describe('responses per evaluation prompt (`--n-samples-per-eval-prompt`)'),
+    evalMaxResponseLen: count().optional().describe('`--eval-max-response-len`'),
+    evalTopP: unitInterval().optional().describe('`--eval-top-p`'),
+    ...slimeCommon,
+    curriculum: z
+      .array(curriculumStage)
+      .min(1, { error: 'expected at least one curriculum stage' })
+      .describe('the response-length curriculum: stage 1 starts from the last SFT checkpoint, stage K from stage K − 1'),
+  })
+  .describe('GRPO reinforcement learning with a response-length curriculum; rolls out with the FP8 export when precision is fp8');
 export type RlConfig = z.output<typeof rl>;
 
-const convert = z.strictObject({
-  backend: z.enum(['convert', 'local']).default('convert'),
-  ...stageCommon({ stall: '1h', attempt: '12h', retries: TOOL_RETRIES }),
-  /** `--vocab-size` for the HF export (trims Megatron's padded rows); default: the trained model's vocab. */
-  vocabSize: count().optional(),
-  fp8: z
-    .strictObject({
-      /** Default: on when `precision` is fp8. */
-      enabled: z.boolean().optional(),
-      blockSize: count().default(128),
-      /** Round scales up to powers of two (UE8M0-representable), as InfiR2's `bf16_cast_fp8.py` does. */
-      pow2Scales: z.boolean().default(true),
-      /** `quantization_config.fmt` written into the FP8 config (slime asserts it); `none`: the tool's config as is. */
-      fmt: z.enum(['e4m3', 'none']).default('e4m3'),
-    })
-    .prefault({}),
-});
+const convert = z
+  .strictObject({
+    backend: z
+      .enum(['convert', 'local'])
+      .default('convert')
+      .describe('`convert` (InfiR2\'s `tools/convert_torch_dist_to_hf.py` and `tools/bf16_cast_fp8.py`) or `local`'),
+    ...stageCommon({ stall: '1h', attempt: '12h', retries: TOOL_RETRIES }),
+    vocabSize: count().optional().describe('`--vocab-size` of the HF export (trims Megatron\'s padded rows); default: the trained model\'s vocabulary'),
+    fp8: z
+      .strictObject({
+        enabled: z.boolean().optional().describe('make the FP8 copy (`convert.fp8`); default: when `precision` is fp8'),
+        blockSize: count().default(128).describe('the weight scales\' block (block × block)'),
+        pow2Scales: z.boolean().default(true).describe('round scales up to powers of two (UE8M0-representable), as InfiR2\'s `bf16_cast_fp8.py` does'),
+        fmt: z
+          .enum(['e4m3', 'none'])
+          .default('e4m3')
+          .describe('`quantization_config.fmt` written into the FP8 config (slime asserts it); `none`: the tool\'s config as it is'),
+      })
+      .prefault({})
+      .describe('the FP8 cast of the HF export'),
+  })
+  .describe('the HF export of the final checkpoint (`convert.hf`), its FP8 cast (`convert.fp8`) and, for eval of `rl`, the RL model\'s export (`convert.rl`)');
 export type ConvertConfig = z.output<typeof convert>;
 
 export const EVAL_MODELS = ['base', 'hf', 'fp8', 'rl'] as const;
 export type EvalModel = (typeof EVAL_MODELS)[number];
 
-const benchmark = z.strictObject({
-  /** evalscope dataset name (`--datasets`); default: the benchmark's key. */
-  dataset: z.string().min(1).optional(),
-  /** A local copy of the data (evalscope `local_path`; the local backend's `eval_<name>.jsonl`). */
-  data: path().optional(),
-  /** Generations per problem (`n`); the score is the mean over them. */
-  samples: count(),
-  temperature: nonNegative(),
-  topP: unitInterval(),
-  maxTokens: count(),
-  /** evalscope generation-config key for the length (InfiR2's LiveCodeBench script uses `max_new_tokens`). */
-  maxTokensKey: z.enum(['max_tokens', 'max_new_tokens']).default('max_tokens'),
-  batchSize: count().default(32),
-  /** evalscope `--timeout` (per request). */
-  timeout: duration().prefault(18000),
-  /** evalscope `--dataset-args` for this dataset (filters, prompt template, subsets…), passed as JSON. */
-  datasetArgs: z.record(z.string(), z.unknown()).optional(),
-  seed: natural().default(1234),
-});
+const benchmark = z
+  .strictObject({
+    dataset: z.string().min(1).optional().describe('evalscope dataset name (`--datasets`); default: the benchmark\'s key'),
+    data: path().optional().describe('a local copy of the data (evalscope `local_path`; the local backend reads this `.jsonl`)'),
+    samples: count().describe('generations per problem (`n`); the score is the mean over them (avg@n)'),
+    temperature: nonNegative().describe('sampling temperature'),
+    topP: unitInterval().describe('nucleus-sampling top-p'),
+    maxTokens: count().describe('longest generation, in tokens'),
+    maxTokensKey: z
+      .enum(['max_tokens', 'max_new_tokens'])
+      .default('max_tokens')
+      .describe('evalscope generation-config key for the length (InfiR2\'s LiveCodeBench script uses `max_new_tokens`)'),
+    batchSize: count().default(32).describe('concurrent requests (`--eval-batch-size`)'),
+    timeout: duration().prefault(18000).describe('evalscope `--timeout`, per request'),
+    datasetArgs: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('evalscope `--dataset-args` for this dataset (filters, prompt template, subsets…), passed as JSON'),
+    seed: natural().default(1234).describe('sampling seed of the local backend (`--seed`); evalscope keeps its own'),
+  })
+  .describe('one benchmark, run as the step `eval.<benchmark>` (or `eval.<model>.<benchmark>` with several models)');
 export type Benchmark = z.output<typeof benchmark>;
 
-const evalConfig = z.strictObject({
-  backend: z.enum(['evalscope', 'local']).default('evalscope'),
-  ...stageCommon({ stall: '2h', attempt: '2d', retries: TOOL_RETRIES }),
-  /** Models to evaluate: base (model.hf), hf / fp8 (the exported SFT model), rl (the final RL model). */
-  models: z.array(z.enum(EVAL_MODELS)).min(1).optional(),
-  server: z
-    .strictObject({
-      /** First port; each eval step gets its own (port + index) so evals can share a node. */
-      port: z.number().int().min(1024).max(65000).default(8801),
-      tensorParallel: count().default(1),
-      warmups: natural().default(1),
-      maxRunningRequests: count().default(8),
-      chunkedPrefillSize: count().default(4096),
-      /** How long the SGLang server may take to answer its health check. */
-      readyTimeout: duration().prefault('30m'),
-    })
-    .prefault({}),
-  apiKey: z.string().default('EMPTY'),
-  benchmarks: z.record(name(), benchmark),
-});
+const evalConfig = z
+  .strictObject({
+    backend: z
+      .enum(['evalscope', 'local'])
+      .default('evalscope')
+      .describe('`evalscope` (an SGLang server and evalscope in service mode, supervised by `src/backends/tools/evalscope-runner.sh`) or `local`'),
+    ...stageCommon({ stall: '2h', attempt: '2d', retries: TOOL_RETRIES }),
+    models: z
+      .array(z.enum(EVAL_MODELS))
+      .min(1)
+      .optional()
+      .describe('models to evaluate: `base` (`model.hf`), `hf`/`fp8` (the exported SFT model), `rl` (the final RL model); default: the last one the recipe makes'),
+    server: z
+      .strictObject({
+        port: port()
+          .default(8801)
+          .describe('first port; eval step i serves on port + i, so evals can share a node'),
+        tensorParallel: count().default(1).describe('SGLang `--tp`'),
+        warmups: natural().default(1).describe('SGLang `--warmups`'),
+        maxRunningRequests: count().default(8).describe('SGLang `--max-running-requests`'),
+        chunkedPrefillSize: count().default(4096).describe('SGLang `--chunked-prefill-size`'),
+        readyTimeout: duration().prefault('30m').describe('how long the SGLang server may take to answer `/health_generate`'),
+      })
+      .prefault({})
+      .describe('the SGLang server each eval step starts'),
+    apiKey: z.string().default('EMPTY').describe('API key evalscope sends to the server'),
+    benchmarks: z.record(name(), benchmark).describe('benchmarks by name (the name is in the step id)'),
+  })
+  .describe('evaluation of the trained models on benchmarks; each step writes `<run>/<step id>/report.json` with the `accuracy`');
 export type EvalConfig = z.output<typeof evalConfig>;
 
 export const recipeSchema = z.strictObject({
-  /** Names workflows and directories: a slug. */
-  name: slug(),
-  /** The preset this recipe starts from (resolved by the loader; kept for the record). */
-  preset: z.string().optional(),
-  description: z.string().optional(),
-  precision: z.enum(PRECISIONS).default('fp8'),
-  /** Runs live in `<runDir>/<run id>/`. */
-  runDir: path(),
-  /** FP8 block size of the local reference trainer (TE's blockwise recipe is fixed at 128). */
-  fp8BlockSize: count().default(128),
+  name: slug().describe('names workflows and directories: lowercase letters, digits, single dashes; at most 63 characters'),
+  preset: z.string().optional().describe('the preset this recipe starts from (`infir2-7b`, `infir2-1.5b`, `tiny`)'),
+  description: z.string().optional().describe('free text, shown in summaries'),
+  precision: z
+    .enum(PRECISIONS)
+    .default('fp8')
+    .describe('`fp8`: TransformerEngine blockwise E4M3 training and an FP8 export for RL and eval; `bf16`: neither'),
+  runDir: path().describe('directory of the runs: each lives in `<runDir>/<run id>/` (shared storage on a cluster)'),
+  fp8BlockSize: count().default(128).describe('block size of the local trainer\'s FP8 emulation (TransformerEngine\'s blockwise recipe uses 128)'),
   software,
   model,
-  pools: z.record(name(), pool),
+  pools: z.record(name(), pool).describe('worker pools by name'),
   cpt: cpt.optional(),
-  sft: z.array(sftStage).optional(),
+  sft: z.array(sftStage).optional().describe('the SFT stages, in order'),
   convert: convert.optional(),
   rl: rl.optional(),
   eval: evalConfig.optional(),
