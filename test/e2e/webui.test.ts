@@ -154,8 +154,20 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Web UI as cockpit${HAVE_CHROMIUM ? '' : ` (
     await current.getByText(/run\s+cockpit\s+—\s+completed/).waitFor();
     for (const s of plan.steps) {
       const row = current.getByRole('row').filter({ has: current.getByRole('cell', { name: s.id, exact: true }) });
-      await expect.poll(() => row.innerText(), { timeout: UI_TIMEOUT }).toMatch(/✔ completed/);
+      await expect.poll(() => row.innerText(), { timeout: UI_TIMEOUT }).toMatch(/✔\s+completed/);
     }
+    // A finished step shows its final result (not the last intermediate checkpoint's progress), an evaluation
+    // its accuracy; the number cells are right-aligned and padded so that neighbours do not run together.
+    const cellsOf = async (id: string) => {
+      const row = current.getByRole('row').filter({ has: current.getByRole('cell', { name: id, exact: true }) });
+      return (await row.getByRole('cell').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim());
+    };
+    expect((await cellsOf('cpt.warmup')).slice(2, 5)).toEqual(['4 / 4', expect.stringMatching(/^\d+\.\d+$/), '4']);
+    expect((await cellsOf('sft.stage1')).slice(2, 5)).toEqual(['3 / 3', expect.stringMatching(/^\d+\.\d+$/), '3']);
+    expect((await cellsOf('eval.a'))[3]).toBe('acc 50.0 %');
+    const loss = current.getByRole('row').filter({ has: current.getByRole('cell', { name: 'cpt.warmup', exact: true }) }).getByRole('cell').nth(3);
+    expect(await loss.getAttribute('align')).toBe('right');
+    expect(await loss.textContent()).toMatch(/^\u00a0.*\u00a0$/);
     await page.waitForLoadState('networkidle');
     await page.screenshot({ path: join(OUT, 'webui-run.png'), fullPage: true });
   });

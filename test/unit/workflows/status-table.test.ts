@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
-import { statusMarkdown, stepRow } from '../../../src/workflows/status-table.js';
+import { NBSP, statusMarkdown, stepRow, stepTable } from '../../../src/workflows/status-table.js';
 
 function progress(p: Partial<Progress>): Progress {
   return {
@@ -33,6 +33,7 @@ function result(r: Partial<StepResult>): StepResult {
     resumedFrom: null,
     durationSec: 1,
     finishedAt: '2025-10-01T12:00:00.000Z',
+    fingerprint: null,
     ...r,
   };
 }
@@ -41,35 +42,86 @@ function state(s: Partial<StepState>): StepState {
   return { id: 'cpt.stable', status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null, ...s };
 }
 
-/** The cells of a row, without the outer pipes. */
-const cells = (row: string) => row.slice(2, -2).split(' | ');
+/** A row with its no-break spaces shown as `~`, so that the expected rows below can be read. */
+const vis = (row: string) => row.replaceAll(NBSP, '~');
+/** The cells of a row, without the outer pipes and the padding, no-break spaces read as spaces. */
+const cells = (row: string) => row.slice(2, -2).split(' | ').map((c) => c.replaceAll(NBSP, ' ').trim());
 
 describe('stepRow', () => {
   it('shows a pending step with empty cells', () => {
-    expect(stepRow(state({ id: 'sft.stage1' }))).toBe('| sft.stage1 | · pending |  |  |  | 0 |  |');
+    expect(vis(stepRow(state({ id: 'sft.stage1' })))).toBe('| ~sft.stage1~ | ~·~pending~ |  |  |  | ~0~ |  |');
   });
 
-  it('shows a running step: iteration/total, loss to 4 significant digits, last checkpoint, attempts', () => {
+  it('shows a running step: iteration / total, loss to 4 significant digits, last checkpoint, attempts', () => {
     const s = state({ status: 'running', attempts: 2, progress: progress({ iteration: 1200, totalIterations: 35000, loss: 2.3456789, lastCheckpoint: 1000 }) });
-    expect(stepRow(s)).toBe('| cpt.stable | ▶ running | 1200/35000 | 2.346 | 1000 | 2 |  |');
+    expect(vis(stepRow(s))).toBe('| ~cpt.stable~ | ~▶~running~ | ~1200~/~35000~ | ~2.346~ | ~1000~ | ~2~ |  |');
   });
 
   it('shows an iteration without a known total, and zeros as values (not as blanks)', () => {
     const s = state({ status: 'running', attempts: 1, progress: progress({ iteration: 0, loss: 0, lastCheckpoint: 0 }) });
-    expect(stepRow(s)).toBe('| cpt.stable | ▶ running | 0 | 0.000 | 0 | 1 |  |');
+    expect(vis(stepRow(s))).toBe('| ~cpt.stable~ | ~▶~running~ | ~0~ | ~0.000~ | ~0~ | ~1~ |  |');
   });
 
-  it('falls back to the result for the checkpoint and the loss of a completed step', () => {
+  it('shows a completed step\'s final result, not its stale progress (the last checkpoint before the end)', () => {
+    const stale = progress({ iteration: 2, totalIterations: 4, loss: 9.87654, lastCheckpoint: 2 });
+    const s = state({ status: 'completed', attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.23456 }) });
+    expect(vis(stepRow(s))).toBe('| ~cpt.stable~ | ~✔~completed~ | ~4~/~4~ | ~1.235~ | ~4~ | ~1~ |  |');
+    expect(cells(stepRow(s)).slice(2, 5)).toEqual(['4 / 4', '1.235', '4']);
+  });
+
+  it('shows a kept step (from an earlier run) like a completed one', () => {
+    const stale = progress({ iteration: 30000, totalIterations: 35000, loss: 3, lastCheckpoint: 30000 });
+    const s = state({ status: 'kept', attempts: 0, progress: stale, result: result({ iteration: 35000, loss: 2.5 }) });
+    expect(cells(stepRow(s))).toEqual(['cpt.stable', '✔ kept', '35000 / 35000', '2.500', '35000', '0', '']);
+  });
+
+  it('takes the total from the result when the progress has none, and shows no stale loss', () => {
     const s = state({ status: 'completed', attempts: 1, result: result({ iteration: 999, loss: 0.5 }) });
-    expect(stepRow(s)).toBe('| cpt.stable | ✔ completed |  | 0.5000 | 999 | 1 |  |');
-    // A progress without a loss still takes the loss from the result.
-    const t = state({ status: 'completed', attempts: 1, progress: progress({ iteration: 5 }), result: result({ iteration: 5, loss: 12.3456 }) });
-    expect(stepRow(t)).toBe('| cpt.stable | ✔ completed | 5 | 12.35 | 5 | 1 |  |');
+    expect(vis(stepRow(s))).toBe('| ~cpt.stable~ | ~✔~completed~ | ~999~/~999~ | ~0.5000~ | ~999~ | ~1~ |  |');
+    // The result has no loss: the cell stays empty rather than showing the progress's.
+    const t = state({ status: 'completed', attempts: 1, progress: progress({ iteration: 5, loss: 7 }), result: result({ iteration: 5 }) });
+    expect(cells(stepRow(t)).slice(2, 5)).toEqual(['5 / 5', '', '5']);
   });
 
-  it('prefers the progress checkpoint over the result iteration', () => {
-    const s = state({ status: 'completed', attempts: 1, progress: progress({ lastCheckpoint: 40 }), result: result({ iteration: 39 }) });
-    expect(cells(stepRow(s))[4]).toBe('40');
+  it('keeps the progress as the source while a step runs or after it failed', () => {
+    const p = progress({ iteration: 3, totalIterations: 10, loss: 2, lastCheckpoint: 2 });
+    expect(cells(stepRow(state({ status: 'running', attempts: 1, progress: p })))).toEqual(['cpt.stable', '▶ running', '3 / 10', '2.000', '2', '1', '']);
+    const f = state({ status: 'failed', attempts: 3, progress: p, lastFailure: { class: 'crash', message: 'exit 1' } });
+    expect(cells(stepRow(f))).toEqual(['cpt.stable', '✘ failed', '3 / 10', '2.000', '2', '3', 'crash: exit 1']);
+  });
+
+  it('falls back to the progress for a completed step without a result', () => {
+    const s = state({ status: 'completed', attempts: 1, progress: progress({ iteration: 4, totalIterations: 4, loss: 1, lastCheckpoint: 4 }) });
+    expect(cells(stepRow(s)).slice(2, 5)).toEqual(['4 / 4', '1.000', '4']);
+  });
+
+  it("shows an evaluation's accuracy as a percentage in the loss column", () => {
+    const s = state({ id: 'eval.arith', status: 'completed', attempts: 1, result: result({ metrics: { accuracy: 0.857142, n: 30 } }) });
+    expect(vis(stepRow(s))).toBe('| ~eval.arith~ | ~✔~completed~ |  | ~acc~85.7~%~ |  | ~1~ |  |');
+  });
+
+  it.each([
+    [{ accuracy: 0.5 }, null, 'acc 50.0 %'],
+    [{ accuracy: 1, score: 3 }, null, 'acc 100.0 %'],
+    [{ accuracy: 85.7 }, null, 'acc 85.7'],
+    [{ 'pass@1': 0.4375 }, null, 'pass@1 43.8 %'],
+    [{ score: 12.345 }, null, 'score 12.3'],
+    [{ n: 30, temperature: 0.65 }, null, ''],
+    [{ accuracy: 0.5 }, 1.25, '1.250 · acc 50.0 %'],
+  ])('shows the metrics %o (loss %s) as "%s"', (metrics, loss, cell) => {
+    const s = state({ status: 'completed', attempts: 1, result: result({ metrics, loss }) });
+    expect(cells(stepRow(s))[3]).toBe(cell);
+  });
+
+  it('pads each non-empty cell with no-break spaces, holds its words together, and writes no bare fraction', () => {
+    const s = state({ status: 'running', attempts: 1, progress: progress({ iteration: 4, totalIterations: 4, loss: 1, lastCheckpoint: 4 }) });
+    const raw = stepRow(s).slice(2, -2).split(' | ');
+    for (const c of raw.filter(Boolean)) {
+      expect(c.startsWith(NBSP) && c.endsWith(NBSP), JSON.stringify(c)).toBe(true);
+      expect(c, 'no ordinary space inside a cell').not.toContain(' ');
+    }
+    // The UI's renderer turns "4/4" into a superscript-over-subscript fraction.
+    expect(stepRow(s)).not.toMatch(/\d\/\d/);
   });
 
   it.each([
@@ -86,13 +138,13 @@ describe('stepRow', () => {
 
   it('shows the last failure with its class', () => {
     const s = state({ status: 'running', attempts: 2, lastFailure: { class: 'oom', message: 'cpt.stable: oom: CUDA out of memory' } });
-    expect(stepRow(s)).toBe('| cpt.stable | ▶ running |  |  |  | 2 | oom: cpt.stable: oom: CUDA out of memory |');
+    expect(vis(stepRow(s))).toBe('| ~cpt.stable~ | ~▶~running~ |  |  |  | ~2~ | ~oom: cpt.stable: oom: CUDA out of memory~ |');
   });
 
   it('replaces pipes in the failure message so the row keeps its 7 cells', () => {
     const s = state({ status: 'failed', attempts: 3, lastFailure: { class: 'crash', message: 'exit code 1: a | b || c' } });
     const row = stepRow(s);
-    expect(row).toBe('| cpt.stable | ✘ failed |  |  |  | 3 | crash: exit code 1: a / b // c |');
+    expect(vis(row)).toBe('| ~cpt.stable~ | ~✘~failed~ |  |  |  | ~3~ | ~crash: exit code 1: a / b // c~ |');
     expect(cells(row)).toHaveLength(7);
   });
 
@@ -125,14 +177,14 @@ describe('statusMarkdown', () => {
   };
 
   it('renders a heading, the header and one row per step in order', () => {
-    expect(statusMarkdown(run)).toBe(
+    expect(vis(statusMarkdown(run))).toBe(
       [
         '**tiny** run `r1` — running',
         '',
-        '| step | status | iteration | loss | last good checkpoint | attempts | last failure |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
-        '| cpt.stable | ✔ completed |  | 1.250 | 100 | 1 |  |',
-        '| sft.stage1 | ▶ running | 3/10 |  |  | 1 |  |',
+        '| ~step~ | ~status~ | ~iteration~ | ~loss~ | ~last good checkpoint~ | ~attempts~ | ~last failure~ |',
+        '| :--- | :--- | ---: | ---: | ---: | ---: | :--- |',
+        '| ~cpt.stable~ | ~✔~completed~ | ~100~/~100~ | ~1.250~ | ~100~ | ~1~ |  |',
+        '| ~sft.stage1~ | ~▶~running~ | ~3~/~10~ |  |  | ~1~ |  |',
       ].join('\n'),
     );
   });
@@ -140,6 +192,14 @@ describe('statusMarkdown', () => {
   it('adds the run message to the heading', () => {
     const md = statusMarkdown({ ...run, status: 'failed', message: 'step cpt.stable failed' });
     expect(md.split('\n')[0]).toBe('**tiny** run `r1` — failed: step cpt.stable failed');
+  });
+
+  it('right-aligns the number columns (iteration, loss, checkpoint, attempts) and is the stageRun table too', () => {
+    const [header, align, ...rows] = stepTable(run.steps).split('\n');
+    expect(cells(header!)).toEqual(['step', 'status', 'iteration', 'loss', 'last good checkpoint', 'attempts', 'last failure']);
+    expect(cells(align!)).toEqual([':---', ':---', '---:', '---:', '---:', '---:', ':---']);
+    expect(rows).toEqual(run.steps.map(stepRow));
+    expect(statusMarkdown(run).endsWith(stepTable(run.steps))).toBe(true);
   });
 
   it('renders a run without steps as just the header', () => {
