@@ -6,6 +6,10 @@
  * by a worker that died) terminates that trainer before taking over: that is the guarantee that an earlier
  * attempt's process is gone before a new one starts. A lock held from another host is taken over only when its
  * lease (refreshed while the holder is alive) has expired.
+ *
+ * Killing a trainer's process group does not stop work it handed to a cluster (slime's `ray job submit` client
+ * leaves its Ray job training). So the lock also records the step's stop command (`ray job stop <id>`), and
+ * whoever takes over a lock its holder did not release runs that command before training in the directory.
  */
 import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +34,23 @@ export interface LockInfo {
   since: string;
   /** Unique per acquisition: release removes only the lock it took. */
   token: string;
+  /** What stops the trainer's work outside its process group, already filled in for its attempt. */
+  stop?: StopCommand | null;
+}
+
+export interface StopCommand {
+  argv: string[];
+  cwd: string;
+  env: Record<string, string>;
+}
+
+export interface AcquireOptions {
+  /** Hears what was found and done to an earlier holder. */
+  onTakeover?: (msg: string) => void;
+  /** SIGTERM → SIGKILL grace for a zombie trainer. */
+  killGraceMs?: number;
+  /** Runs an earlier holder's stop command; failures are the callee's to report. */
+  runStop?: (stop: StopCommand) => Promise<void>;
 }
 
 export class LockBusyError extends Error {}
@@ -40,10 +61,11 @@ export class DirLock {
     private info: LockInfo,
   ) {}
 
-  /** Take the lock on `dir`, clearing out a dead or zombie holder. `onTakeover` hears about what was found. */
-  static async acquire(dir: string, owner: string, onTakeover?: (msg: string) => void, killGraceMs?: number): Promise<DirLock> {
+  /** Take the lock on `dir`, clearing out a dead or zombie holder (its process group, then its stop command). */
+  static async acquire(dir: string, owner: string, opts: AcquireOptions = {}): Promise<DirLock> {
+    const { onTakeover, killGraceMs, runStop } = opts;
     const file = join(dir, LOCK_FILE);
-    const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString(), token: randomUUID() };
+    const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString(), token: randomUUID(), stop: null };
     for (let tries = 0; tries < 50; tries++) {
       try {
         const fd = openSync(file, 'wx');
@@ -66,6 +88,10 @@ export class DirLock {
           throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
+        if (held.stop?.argv.length && runStop) {
+          onTakeover?.(`stopping the work of ${held.owner}: ${held.stop.argv.join(' ')}`);
+          await runStop(held.stop);
+        }
       } else if (Date.now() - mtimeMs(file) < UNREADABLE_GRACE_MS) {
         // Just created by a contender that has not written it yet: wait for it rather than race it.
         await new Promise((r) => setTimeout(r, 200));
@@ -81,9 +107,9 @@ export class DirLock {
     throw new LockBusyError(`could not lock ${dir}`);
   }
 
-  /** Record the trainer's process group, so that a later attempt can find and stop it. */
-  setTrainer(pgid: number): void {
-    this.info = { ...this.info, pgid, startTicks: processStartTicks(pgid) };
+  /** Record the trainer's process group and stop command, so that a later attempt can find and stop it. */
+  setTrainer(pgid: number, stop: StopCommand | null = null): void {
+    this.info = { ...this.info, pgid, startTicks: processStartTicks(pgid), stop };
     const tmp = `${this.file}.tmp-${process.pid}`;
     writeFileSync(tmp, JSON.stringify(this.info));
     renameSync(tmp, this.file);

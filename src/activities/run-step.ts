@@ -21,7 +21,7 @@ import { progressSignal, type Progress, type StepResult } from '../workflows/def
 import { inspectCheckpointDir, quarantinePartials, type CheckpointInspection } from './checkpoints.js';
 import { classifyExit } from './classify.js';
 import type { GpuSlots } from './gpu-slots.js';
-import { DirLock } from './lock.js';
+import { DirLock, type StopCommand } from './lock.js';
 import { fingerprintOutputs } from './outputs.js';
 import { terminateGroup } from './process-group.js';
 import { parserFor } from './progress-parsers.js';
@@ -147,7 +147,11 @@ export function createRunStep(opts: SupervisorOptions) {
         gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
         const lockDir = step.checkpoint?.dir ?? step.command.cwd;
         mkdirSync(lockDir, { recursive: true });
-        lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, note, opts.killGraceMs);
+        lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, {
+          onTakeover: note,
+          killGraceMs: opts.killGraceMs,
+          runStop: (stop) => runStopCommand(stop, note),
+        });
       } finally {
         clearInterval(waitBeat);
       }
@@ -194,7 +198,7 @@ export function createRunStep(opts: SupervisorOptions) {
         const r = await child;
         throw failure(step, 'config', `could not start ${file}: ${r.message ?? 'spawn failed'}`, progress);
       }
-      lock.setTrainer(pgid);
+      lock.setTrainer(pgid, stopCommand(step, attempt));
       progress.pid = pgid;
       return await supervise(child, pgid, { step, input, progress, log, note, lock, opts, started, ctx });
     } finally {
@@ -313,7 +317,8 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   const exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   const signal = result.signal ?? null;
   note(`attempt ${s.input.attempt} ended: ${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`}${stoppedBy ? ` (stopped: ${stoppedBy})` : ''}`);
-  if (stoppedBy && step.onStop) await runOnStop(step, s.input.attempt, note);
+  const stopCmd = stopCommand(step, s.input.attempt);
+  if (stoppedBy && stopCmd) await runStopCommand(stopCmd, note);
 
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (exitCode === 0 && !sawSigtermExit && completionMet(step)) {
@@ -327,11 +332,16 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
 /** How long a step's stop command (e.g. `ray job stop`) may take. */
 const ON_STOP_TIMEOUT_MS = 60_000;
 
-async function runOnStop(step: PlanStep, attempt: number, note: (msg: string) => void): Promise<void> {
-  const [file, ...args] = fillArgv(step.onStop!.argv, attempt);
+/** The step's stop command (e.g. `ray job stop <submission id>`) as this attempt runs it, if it has one. */
+function stopCommand(step: PlanStep, attempt: number): StopCommand | null {
+  return step.onStop ? { argv: fillArgv(step.onStop.argv, attempt), cwd: step.command.cwd, env: step.command.env } : null;
+}
+
+async function runStopCommand(stop: StopCommand, note: (msg: string) => void): Promise<void> {
+  const [file, ...args] = stop.argv;
   if (!file) return;
-  const r = await execa(file, args, { cwd: step.command.cwd, env: step.command.env, reject: false, timeout: ON_STOP_TIMEOUT_MS, all: true });
-  note(`stop command ${[file, ...args].join(' ')}: exit ${r.exitCode ?? r.signal}${r.all ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`);
+  const r = await execa(file, args, { cwd: stop.cwd, env: stop.env, reject: false, timeout: ON_STOP_TIMEOUT_MS, all: true });
+  note(`stop command ${stop.argv.join(' ')}: exit ${r.exitCode ?? r.signal}${r.all ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`);
 }
 
 function finish(step: PlanStep, input: RunStepInput, progress: Progress, started: number): StepResult {

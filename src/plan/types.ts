@@ -103,7 +103,9 @@ export interface PlanStep {
   /**
    * Run after the step's process group has been stopped before completing (cancel, stall, shutdown), for work
    * that outlives the local process: e.g. `ray job stop <submission-id>`, since killing the `ray job submit`
-   * client leaves the Ray job training. null: stopping the process group is enough.
+   * client leaves the Ray job training. The lock on the step's directory records it too, so that when a worker
+   * dies without running it, the attempt that takes the directory over does. null: stopping the process group
+   * is enough.
    */
   onStop?: { argv: string[] } | null;
   progress: ProgressSpec;

@@ -145,13 +145,17 @@ describe('a durable recipe run', () => {
 });
 
 describe('infrastructure faults', () => {
-  it('survives a worker SIGKILLed mid-step: the zombie trainer is stopped and the run completes', async () => {
+  it('survives a worker SIGKILLed mid-step: the zombie trainer and its outside work are stopped, the run completes', async () => {
     const runDir = tmpRunDir(env, 'workerkill');
     // A second worker that will be killed; stop the shared one so the step lands on it.
     const shared = env.workers[0]!;
     await env.stopWorker(shared);
     const victim = await env.startWorker();
-    const plan = fakePlan(runDir, 'workerkill', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.1 })]);
+    // Stands in for `ray job stop <submission id of the attempt>`: the work a dead worker left outside its
+    // process group must be stopped by the attempt that takes over.
+    const stops = join(runDir, 'stops.txt');
+    const onStop = ['sh', '-c', `echo "stop job-a{attempt}" >> ${stops}`];
+    const plan = fakePlan(runDir, 'workerkill', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.1, onStop })]);
     const h = await startPlan(env, plan);
     await waitFor('iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
     const firstPid = journal(runDir, 'cpt.stable')[0]!.pid;
@@ -167,6 +171,7 @@ describe('infrastructure faults', () => {
     const switchAt = pids.findIndex((p) => p !== firstPid);
     expect(switchAt).toBeGreaterThan(0);
     expect(pids.slice(switchAt).includes(firstPid)).toBe(false);
+    expect(readFileSync(stops, 'utf8')).toBe('stop job-a1\n'); // once, for the dead attempt only
     expect(processesMentioning(runDir)).toEqual([]);
     // Recovery: heartbeat timeout (5 s) + retry delay + restart, well under a minute here.
     expect((Date.now() - killedAt) / 1000).toBeLessThan(60);

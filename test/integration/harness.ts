@@ -125,6 +125,8 @@ export interface FakeStepOptions {
   /** A one-shot step that writes files instead of checkpoints. */
   files?: boolean;
   extraArgs?: string[];
+  /** The step's stop command (stands in for `ray job stop`). */
+  onStop?: string[];
 }
 
 /** A plan step that runs the fake trainer, Megatron-style. */
@@ -158,6 +160,7 @@ export function fakeStep(o: FakeStepOptions): PlanStep {
     inputs: {}, outputs: { checkpointDir: ckpt },
     command: { argv, env: {}, cwd },
     resume: { argv: [...argv, '--ckpt-step', '{iteration}'] },
+    ...(o.onStop ? { onStop: { argv: o.onStop } } : {}),
     progress: { format: 'megatron', totalIterations: iters },
     checkpoint: { layout: 'megatron', dir: ckpt },
     completion: { kind: 'checkpoint', dir: ckpt, iteration: iters },

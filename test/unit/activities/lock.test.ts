@@ -45,7 +45,7 @@ function writeLock(info: Partial<LockInfo>, ageMs = 0): LockInfo {
 describe('DirLock.acquire', () => {
   it('creates the lock file recording host, worker pid and owner', async () => {
     const msgs: string[] = [];
-    const lock = await DirLock.acquire(dir, 'run-1/cpt.stable attempt 1', (m) => msgs.push(m));
+    const lock = await DirLock.acquire(dir, 'run-1/cpt.stable attempt 1', { onTakeover: (m) => msgs.push(m) });
     expect(lock.file).toBe(file);
     const info = readInfo();
     expect(info).toMatchObject({ host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner: 'run-1/cpt.stable attempt 1' });
@@ -68,7 +68,7 @@ describe('DirLock.acquire', () => {
     first.setTrainer(trainer.pid);
     await sleep(5); // a distinct `since`
     const msgs: string[] = [];
-    const second = await DirLock.acquire(dir, 'wf attempt 2', (m) => msgs.push(m), 2_000);
+    const second = await DirLock.acquire(dir, 'wf attempt 2', { onTakeover: (m) => msgs.push(m), killGraceMs: 2_000 });
 
     expect(groupAlive(trainer.pid)).toBe(false);
     expect(await trainer.exited).toEqual({ code: null, signal: 'SIGTERM' });
@@ -86,7 +86,7 @@ describe('DirLock.acquire', () => {
     const first = await DirLock.acquire(dir, 'wf attempt 1');
     first.setTrainer(trainer.pid);
     const t0 = Date.now();
-    await DirLock.acquire(dir, 'wf attempt 2', undefined, 300);
+    await DirLock.acquire(dir, 'wf attempt 2', { killGraceMs: 300 });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
     expect(await trainer.exited).toEqual({ code: null, signal: 'SIGKILL' });
     expect(readInfo().owner).toBe('wf attempt 2');
@@ -96,7 +96,7 @@ describe('DirLock.acquire', () => {
     const gone = await deadPid();
     writeLock({ workerPid: gone, pgid: gone, startTicks: 12345, owner: 'old attempt' });
     const msgs: string[] = [];
-    await DirLock.acquire(dir, 'new attempt', (m) => msgs.push(m));
+    await DirLock.acquire(dir, 'new attempt', { onTakeover: (m) => msgs.push(m) });
     expect(msgs).toEqual([`taking over a stale lock of old attempt on ${hostname()}`]);
     expect(readInfo()).toMatchObject({ owner: 'new attempt', workerPid: process.pid });
   });
@@ -112,7 +112,7 @@ describe('DirLock.acquire', () => {
     const ticks = processStartTicks(unrelated.pid)!;
     writeLock({ workerPid: await deadPid(), pgid: unrelated.pid, startTicks: ticks - 1000, owner: 'old attempt' });
     const msgs: string[] = [];
-    await DirLock.acquire(dir, 'new attempt', (m) => msgs.push(m), 200);
+    await DirLock.acquire(dir, 'new attempt', { onTakeover: (m) => msgs.push(m), killGraceMs: 200 });
     expect(isLive(unrelated.pid)).toBe(true);
     expect(msgs.some((m) => m.startsWith('terminating'))).toBe(false);
     expect(readInfo().owner).toBe('new attempt');
@@ -132,9 +132,38 @@ describe('DirLock.acquire', () => {
   it('takes over a lock from another host whose lease expired', async () => {
     writeLock({ host: 'gpu-node-17', workerPid: 1, pgid: 4242, owner: 'run-9/rl.stage1 attempt 3' }, LOCK_LEASE_MS + 60_000);
     const msgs: string[] = [];
-    await DirLock.acquire(dir, 'mine', (m) => msgs.push(m));
+    await DirLock.acquire(dir, 'mine', { onTakeover: (m) => msgs.push(m) });
     expect(msgs).toEqual(['taking over a stale lock of run-9/rl.stage1 attempt 3 on gpu-node-17']);
     expect(readInfo()).toMatchObject({ host: hostname(), owner: 'mine', pgid: null });
+  });
+
+  it('runs the stop command an unreleased lock recorded (a Ray job outlives its submit client)', async () => {
+    // Same host: the zombie `ray job submit` client is terminated, then its job is stopped.
+    const client = spawnSleep();
+    const stop = { argv: ['ray', 'job', 'stop', 'infir2-r1-rl.stage1-a1'], cwd: dir, env: { A: '1' } };
+    const first = await DirLock.acquire(dir, 'wf attempt 1');
+    first.setTrainer(client.pid, stop);
+    expect(readInfo().stop).toEqual(stop);
+    const ran: unknown[] = [];
+    const msgs: string[] = [];
+    await DirLock.acquire(dir, 'wf attempt 2', { onTakeover: (m) => msgs.push(m), killGraceMs: 500, runStop: async (c) => void ran.push(c) });
+    expect(groupAlive(client.pid)).toBe(false);
+    expect(ran).toEqual([stop]);
+    expect(msgs.at(-1)).toBe('stopping the work of wf attempt 1: ray job stop infir2-r1-rl.stage1-a1');
+    expect(readInfo()).toMatchObject({ owner: 'wf attempt 2', stop: null });
+  });
+
+  it('runs the stop command of another host\'s expired lock, and none for a released lock', async () => {
+    const stop = { argv: ['ray', 'job', 'stop', 'x-a3'], cwd: '/', env: {} };
+    writeLock({ host: 'gpu-node-17', workerPid: 1, pgid: 4242, owner: 'old', stop }, LOCK_LEASE_MS + 60_000);
+    const ran: unknown[] = [];
+    const runStop = async (c: unknown) => void ran.push(c);
+    const lock = await DirLock.acquire(dir, 'mine', { runStop });
+    expect(ran).toEqual([stop]);
+    lock.setTrainer(process.pid, { ...stop, argv: ['ray', 'job', 'stop', 'mine'] });
+    lock.release();
+    (await DirLock.acquire(dir, 'next', { runStop })).release();
+    expect(ran).toEqual([stop]); // a clean release leaves nothing to stop
   });
 
   it('replaces an unreadable lock file whose lease expired', async () => {
@@ -164,6 +193,7 @@ describe('DirLock.setTrainer / touch / release', () => {
       owner: 'a',
       since,
       token: expect.any(String),
+      stop: null,
     });
     expect(readdirSync(dir)).toEqual([LOCK_FILE]); // no temp file left behind
     lock.release();
