@@ -64,14 +64,15 @@ describe('local backend (trainer/README.md contract)', () => {
 
   it('compiles the CPT lineage as for Megatron: boundaries, exit intervals, ckpt-step resumes', () => {
     const warmup = step('cpt.warmup');
-    expect(value(warmup.command.argv, '--exit-interval')).toBe('20');
-    expect(value(warmup.command.argv, '--train-iters')).toBe('160');
+    expect(value(warmup.command.argv, '--exit-interval')).toBe('10');
+    expect(value(warmup.command.argv, '--train-iters')).toBe('600');
     expect(warmup.command.argv).not.toContain('--pretrained-checkpoint'); // tiny trains from scratch
-    expect(value(step('cpt.stable').command.argv, '--ckpt-step')).toBe('20');
-    expect(value(step('cpt.decay').command.argv, '--ckpt-step')).toBe('120');
+    expect(value(step('cpt.stable').command.argv, '--ckpt-step')).toBe('10');
+    expect(value(step('cpt.stable').command.argv, '--exit-interval')).toBe('480');
+    expect(value(step('cpt.decay').command.argv, '--ckpt-step')).toBe('480');
     expect(value(step('cpt.decay').resume!.argv, '--ckpt-step')).toBe('{iteration}');
-    expect(step('cpt.decay').completion).toMatchObject({ kind: 'checkpoint', iteration: 160 });
-    expect(warmup.progress).toEqual({ format: 'megatron', totalIterations: 20 });
+    expect(step('cpt.decay').completion).toMatchObject({ kind: 'checkpoint', iteration: 600 });
+    expect(warmup.progress).toEqual({ format: 'megatron', totalIterations: 10 });
   });
 
   it('emulates FP8 with the recipe block size', () => {
@@ -86,15 +87,16 @@ describe('local backend (trainer/README.md contract)', () => {
     expect(value(step('sft.stage1').command.argv, '--ref-load')).toBe(join(run, 'cpt.decay/checkpoints'));
     expect(value(step('sft.stage2').command.argv, '--ref-load')).toBe(join(run, 'sft.stage1/checkpoints'));
     expect(value(step('sft.stage2').command.argv, '--load')).toBe(join(run, 'sft.stage2/checkpoints'));
-    // The trainer counts completed steps: 2 epochs × ⌊rows / 16⌋ (rows counted from the committed data file).
+    // The trainer counts completed steps: 1 epoch × ⌊rows / 16⌋ (rows counted from the committed data file).
     const rows = readFileSync(join(projectRoot(), 'trainer', 'data', 'sft_stage2.jsonl'), 'utf8').split('\n').filter(Boolean).length;
-    const steps = 2 * Math.floor(rows / 16);
+    const steps = Math.floor(rows / 16);
+    expect(steps).toBe(62); // 1000 rows: the tuned recipe's SFT checkpoints are iter_0000062 (docs/local-trainer.md)
     expect(step('sft.stage2').completion).toMatchObject({ iteration: steps });
     expect(value(step('convert.hf').command.argv, '--input-dir')).toBe(join(run, `sft.stage2/checkpoints/iter_${String(steps).padStart(7, '0')}`));
     expect(value(step('rl.stage1').command.argv, '--hf-checkpoint')).toBe(join(run, 'convert.fp8/hf'));
     expect(value(step('rl.stage2').command.argv, '--ref-load')).toBe(join(run, 'rl.stage1/checkpoints'));
-    expect(step('rl.stage2').completion).toMatchObject({ iteration: 10 });
-    expect(value(step('convert.rl').command.argv, '--input-dir')).toBe(join(run, 'rl.stage2/checkpoints/iter_0000010'));
+    expect(step('rl.stage2').completion).toMatchObject({ iteration: 15 });
+    expect(value(step('convert.rl').command.argv, '--input-dir')).toBe(join(run, 'rl.stage2/checkpoints/iter_0000015'));
     expect(value(step('eval.rl.arith').command.argv, '--model-path')).toBe(join(run, 'convert.rl/hf'));
     expect(step('eval.rl.arith').completion).toEqual({ kind: 'files', paths: [join(run, 'eval.rl.arith/report.json')] });
   });

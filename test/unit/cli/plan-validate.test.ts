@@ -41,7 +41,7 @@ describe('infir2 plan', () => {
     expect(lines[0]).toBe('recipe tiny · tiny-qwen2 · fp8 · run demo');
     expect(lines[1]).toBe(`run dir ${join(ROOT, 'runs/demo')}`);
     expect(lines[3]).toMatch(/^STEP\s+BACKEND\s+POOL\s+GPUS\s+DEPENDS ON\s+ITERATIONS\s+COMMAND$/);
-    expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 20\s+python main\.py pretrain$/);
+    expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 10\s+python main\.py pretrain$/);
     expect(lines.slice(4).map((l) => l.split(/\s+/)[0])).toEqual([
       'cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'convert.hf', 'convert.fp8', 'rl.stage1', 'rl.stage2', 'eval.fp8.arith', 'convert.rl', 'eval.rl.arith',
     ]);
@@ -74,6 +74,18 @@ describe('loadPlan (for `infir2 run`)', () => {
     const err = await loadPlan('tiny', { sets: ['cpt.iterations=0', 'precision=fp4'], onWarning: () => undefined }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UsageError);
     expect((err as UsageError).lines).toEqual(["precision: expected one of fp8, bf16; got 'fp4'; did you mean 'fp8'?", 'cpt.iterations: must be at least 1, got 0']);
+  });
+
+  it('compiles recipes/tiny.yaml to exactly the plan of the tiny preset (the tuned values live in the preset only)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (l: string) => warnings.push(l);
+    const file = await loadPlan(join(ROOT, 'recipes/tiny.yaml'), { runId: 'same', onWarning });
+    const preset = await loadPlan('tiny', { runId: 'same', onWarning });
+    expect(file).toEqual(preset);
+    expect(warnings).toEqual([]);
+    // The tuned schedule, not a placeholder: one 600-iteration WSD CPT, 62 SFT steps per stage, 15 rollouts per RL stage.
+    const iterations = (id: string) => preset.steps.find((s) => s.id === id)?.progress.totalIterations;
+    expect(['cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'rl.stage1', 'rl.stage2'].map(iterations)).toEqual([10, 480, 600, 62, 62, 15, 15]);
   });
 });
 

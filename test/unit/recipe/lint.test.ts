@@ -39,8 +39,8 @@ describe('lint', () => {
   });
 
   it.each([
-    ['a save interval that does not divide a phase boundary', 'tiny', ['cpt.saveInterval=15'], /^cpt\.saveInterval: 15 does not divide the warmup boundary 20/],
-    ['a phase shorter than the save interval', 'tiny', ['cpt.saveInterval=60'], /^cpt\.saveInterval: 60 is longer than the warmup phase \(20 iterations\)/],
+    ['a save interval that does not divide a phase boundary', 'tiny', ['cpt.saveInterval=4'], /^cpt\.saveInterval: 4 does not divide the warmup boundary 10/],
+    ['a phase shorter than the save interval', 'tiny', ['cpt.saveInterval=20'], /^cpt\.saveInterval: 20 is longer than the warmup phase \(10 iterations\)/],
     ['CPT profiling left on', 'infir2-7b', [], /^cpt\.profile: on, as in the InfiR2 scripts/],
     ['the InfiR2 placeholder paths', 'infir2-7b', [], /^\(recipe\): still the InfiR2 scripts' placeholder paths: model\.hf, /],
     ['a vocab that differs between CPT and SFT', 'infir2-1.5b', [], /^sft\.0\.arch\.vocabSize: 151936 differs from model\.arch\.vocabSize 152064/],

@@ -49,7 +49,7 @@ describe('loadRecipe', () => {
     const file = recipeFile('layers', 'preset: tiny\ncpt: { iterations: 200 }\n');
     const { recipe } = await loadRecipe(file, { sets: ['cpt.iterations=300', 'sft.1.lr=5e-4', 'rl=null', 'eval.models=[fp8]'] });
     expect(recipe.cpt?.iterations).toBe(300);
-    expect(recipe.cpt?.warmupIters).toBe(20); // from the preset
+    expect(recipe.cpt?.warmupIters).toBe(10); // from the preset
     expect(recipe.sft?.[1]?.lr).toBe(5e-4);
     expect(recipe.rl).toBeUndefined();
   });
