@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { fieldTypeName } from './fields.js';
+import { zodDef } from './schema-walk.js';
 
 export interface FieldDoc {
   /** Dotted path: `[]` stands for any list item, `<name>` for any key of a mapping. */
@@ -15,19 +16,7 @@ export interface FieldDoc {
   meaning: string;
 }
 
-type Def = {
-  type: string;
-  innerType?: z.ZodType;
-  in?: z.ZodType;
-  shape?: Record<string, z.ZodType>;
-  element?: z.ZodType;
-  keyType?: z.ZodType;
-  valueType?: z.ZodType;
-  entries?: Record<string, string>;
-  options?: z.ZodType[];
-  defaultValue?: unknown;
-};
-const def = (s: z.ZodType) => (s as unknown as { _zod: { def: Def } })._zod.def;
+const def = zodDef;
 
 /** A field peeled of its wrappers: what the wrappers say (optional, default, description) and the core type. */
 interface Peeled {

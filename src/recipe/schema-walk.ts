@@ -7,15 +7,21 @@ import { isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
 import { isPathSchema } from './fields.js';
 
-type Def = {
+/** The parts of a zod schema's definition the walkers read (zod 4 keeps them in `_zod.def`). */
+export type ZodDef = {
   type: string;
   innerType?: z.ZodType;
   in?: z.ZodType;
   shape?: Record<string, z.ZodType>;
   element?: z.ZodType;
+  keyType?: z.ZodType;
   valueType?: z.ZodType;
+  entries?: Record<string, string>;
+  options?: z.ZodType[];
+  defaultValue?: unknown;
 };
-const def = (s: z.ZodType) => (s as unknown as { _zod: { def: Def } })._zod.def;
+export const zodDef = (s: z.ZodType) => (s as unknown as { _zod: { def: ZodDef } })._zod.def;
+const def = zodDef;
 
 /** The schema under optional/nullable/default/prefault/pipe wrappers. */
 export function unwrap(s: z.ZodType): z.ZodType {
