@@ -3,6 +3,8 @@
  * rendering; the rate behind the ETA is measured from successive observations (RateTracker).
  */
 import type { StepState } from '../workflows/definitions.js';
+import { stepFigures } from '../workflows/step-figures.js';
+import { headlineMetrics } from './status-view.js';
 
 const BAR = 24;
 
@@ -43,6 +45,21 @@ export function bar(done: number, total: number, width = BAR): string {
   return `[${'#'.repeat(full)}${'-'.repeat(width - full)}]`;
 }
 
+/**
+ * What a finished (completed or kept) step's line adds: its result, as `infir2 status` and the Web UI show it
+ * (final iteration, loss, an evaluation's headline score), never the stale progress of its last heartbeat.
+ */
+function finishedDetail(s: StepState): string {
+  const f = stepFigures(s);
+  if (!f.finished || !s.result) return '';
+  const parts = [
+    f.iteration !== null ? `${f.iteration}/${f.total ?? '?'}` : '',
+    f.loss !== null ? `loss ${f.loss.toPrecision(4)}` : '',
+    headlineMetrics(s.result.metrics),
+  ];
+  return parts.filter(Boolean).map((x) => `  ${x}`).join('');
+}
+
 /** One line for one step. */
 export function progressLine(s: StepState, rate: number | null, idWidth: number): string {
   const p = s.progress;
@@ -58,11 +75,7 @@ export function progressLine(s: StepState, rate: number | null, idWidth: number)
       ? `  ${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 80)}`
       : s.status === 'running' && s.lastFailure
         ? `  retrying after ${s.lastFailure.class} (attempt ${s.attempts})`
-        : s.result?.metrics && Object.keys(s.result.metrics).length
-          ? `  ${Object.entries(s.result.metrics).map(([k, v]) => `${k} ${Number(v).toPrecision(3)}`).join('  ')}`
-          : s.result?.loss != null
-            ? `  loss ${s.result.loss.toPrecision(4)}`
-            : '';
+        : finishedDetail(s);
   return `${id}  ${s.status}${detail}`;
 }
 

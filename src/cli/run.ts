@@ -13,6 +13,7 @@ import { defaultRunId, loadCompiled } from './recipe-input.js';
 import type { Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
+import { mdTable } from '../workflows/status-table.js';
 
 const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
 const RUN_ID = /^(?=.{1,63}$)[a-z0-9]+(?:-[a-z0-9]+)*$/;
@@ -21,9 +22,15 @@ export function planSummary(plan: Plan): string {
   return `${plan.recipe} · ${plan.model} · ${plan.precision} · ${plan.steps.length} steps`;
 }
 
+/**
+ * The run's static details in the Web UI: its run directory and the plan, one row per step. Rendered like the
+ * stage table (status-table.ts), whose markdown the UI shows without cell padding: cells padded with no-break
+ * spaces, the GPU count right-aligned, so that neighbours no longer run together ("cpt.warmuplocal").
+ */
 export function planDetails(plan: Plan): string {
-  const rows = plan.steps.map((s) => `| ${s.id} | ${s.backend} | ${s.pool} | ${s.gpus} | ${s.dependsOn.join(', ')} |`);
-  return [`run dir: \`${plan.runDir}\``, '', '| step | backend | pool | GPUs | after |', '| --- | --- | --- | --- | --- |', ...rows].join('\n');
+  const rows = plan.steps.map((s) => [s.id, s.backend, s.pool, String(s.gpus), s.dependsOn.join(', ')]);
+  const table = mdTable(['step', 'backend', 'pool', 'GPUs', 'after'], ['left', 'left', 'left', 'right', 'left'], rows);
+  return [`run dir: \`${plan.runDir}\``, '', table].join('\n');
 }
 
 export async function run(argv: string[]): Promise<number> {

@@ -1,37 +1,44 @@
-/** Plain-text rendering of a run's status for the terminal. */
+/**
+ * Plain-text rendering of a run's status for the terminal. Which iteration, loss, checkpoint and score a step
+ * shows is stepFigures' decision, the same as the Web UI's stage table: a completed or kept step its final
+ * result, a running or failed one its progress.
+ */
 import type { RunStatus, StepState } from '../workflows/definitions.js';
+import { formatScore, headlineScore, stepFigures, type StepFigures } from '../workflows/step-figures.js';
 
-function iterCell(s: StepState): string {
-  const p = s.progress;
-  if (p?.iteration != null) return `${p.iteration}/${p.totalIterations ?? '?'}`;
-  if (s.result?.iteration != null) return `${s.result.iteration}/${s.result.iteration}`;
-  return '-';
+function iterCell(f: StepFigures): string {
+  return f.iteration === null ? '-' : `${f.iteration}/${f.total ?? '?'}`;
 }
 
 function num(x: number | null | undefined, digits = 4): string {
   return x === null || x === undefined ? '-' : Number(x).toPrecision(digits);
 }
 
-/** The numbers worth a glance: the score if the report has one, else its first three numbers. */
+/**
+ * The numbers worth a glance: the report's headline score as the Web UI shows it ("acc 85.7 %"), else its
+ * first three numbers.
+ */
 export function headlineMetrics(m: Record<string, number>): string {
-  const keys = ['accuracy', 'score', 'pass@1'].filter((k) => k in m);
-  const shown = keys.length ? keys : Object.keys(m).slice(0, 3);
-  return shown.map((k) => `${k}=${num(m[k], 3)}`).join(' ');
+  const score = headlineScore(m);
+  if (score) return formatScore(score);
+  return Object.keys(m).slice(0, 3).map((k) => `${k}=${num(m[k], 3)}`).join(' ');
 }
 
 export function stepCells(s: StepState): string[] {
   const p = s.progress;
-  const ckpt = p?.lastCheckpoint ?? (s.result?.iteration ?? null);
-  const metrics = headlineMetrics(s.result?.metrics ?? {});
+  const f = stepFigures(s);
+  // A finished step's report: its headline score (as the Web UI shows it), else its first numbers.
+  const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
+  const failure = s.lastFailure ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
   return [
     s.id,
     s.status,
-    iterCell(s),
-    num(p?.loss ?? s.result?.loss),
+    iterCell(f),
+    num(f.loss),
     p?.throughput != null ? `${num(p.throughput, 3)} ${p.throughputUnit ?? ''}`.trim() : '-',
-    ckpt === null ? '-' : String(ckpt),
+    f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
-    s.lastFailure ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : metrics || '',
+    [metrics, failure].filter(Boolean).join(' · '),
   ];
 }
 

@@ -9,7 +9,8 @@
  * slash keeps spaces round it: the UI's renderer turns a bare "4/4" into a superscript-over-subscript
  * fraction. As plain text a no-break space reads as a space.
  */
-import type { RunStatus, StepResult, StepState } from './definitions.js';
+import type { RunStatus, StepState } from './definitions.js';
+import { formatScore, stepFigures } from './step-figures.js';
 
 const ICON: Record<StepState['status'], string> = {
   pending: '·',
@@ -24,9 +25,12 @@ const ICON: Record<StepState['status'], string> = {
 /** No-break space: pads a cell and holds a cell's words together. */
 export const NBSP = '\u00a0';
 
+/** A column's alignment in a markdown table: text left, numbers right. */
+export type Align = 'left' | 'right';
+
 const HEADER = ['step', 'status', 'iteration', 'loss', 'last good checkpoint', 'attempts', 'last failure'];
 /** Text columns left-aligned, number columns (iteration, loss, checkpoint, attempts) right-aligned. */
-const ALIGN = [':---', ':---', '---:', '---:', '---:', '---:', ':---'];
+const ALIGN: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'left'];
 
 const isNum = (x: number | null | undefined): x is number => x !== null && x !== undefined;
 
@@ -39,67 +43,51 @@ function fmtIter(iteration: number | null | undefined, total: number | null | un
   return isNum(total) ? `${iteration}${NBSP}/${NBSP}${total}` : String(iteration);
 }
 
-/** A fraction in [0, 1] as a percentage ("85.7 %"), anything else to 3 significant digits. */
-function fmtScore(x: number, asPercent: boolean): string {
-  return asPercent && x >= 0 && x <= 1 ? `${(x * 100).toFixed(1)}${NBSP}%` : x.toPrecision(3);
-}
-
-/** An evaluation's headline score from its report (the keys `infir2 status` shows), or ''. */
-function fmtMetric(m: StepResult['metrics'] | undefined): string {
-  if (!m) return '';
-  if (isNum(m.accuracy)) return `acc${NBSP}${fmtScore(m.accuracy, true)}`;
-  if (isNum(m['pass@1'])) return `pass@1${NBSP}${fmtScore(m['pass@1'], true)}`;
-  if (isNum(m.score)) return `score${NBSP}${fmtScore(m.score, false)}`;
-  return '';
-}
-
 function fmtFailure(f: StepState['lastFailure']): string {
   return f ? `${f.class}: ${f.message}`.replace(/\|/g, '/').replace(/[\r\n]+/g, ' ').slice(0, 120) : '';
 }
 
-/** One markdown row from its cells: non-empty cells padded with a no-break space either side. */
-function row(cells: string[]): string {
+/**
+ * One markdown row from its cells: non-empty cells padded with a no-break space either side. The cells are
+ * written as given (a caller replaces pipes and newlines in free text, and joins words with NBSP where they
+ * must not wrap).
+ */
+export function mdRow(cells: string[]): string {
   return `| ${cells.map((c) => (c ? `${NBSP}${c}${NBSP}` : '')).join(' | ')} |`;
 }
 
 /**
- * The cells of a step's row. A completed or kept step shows its final result (the heartbeat progress may be
- * stale, from the last checkpoint before the end); a pending, running or failed one shows its progress.
+ * A markdown table as the Web UI reads it well: header and rows padded (mdRow), each column aligned as
+ * given (`:---` left, `---:` right).
  */
+export function mdTable(header: string[], align: Align[], rows: string[][]): string {
+  const rule = `| ${align.map((a) => (a === 'right' ? '---:' : ':---')).join(' | ')} |`;
+  return [mdRow(header), rule, ...rows.map(mdRow)].join('\n');
+}
+
+/** The cells of a step's row: what it shows is stepFigures' decision (a finished step's result). */
 function stepCells(s: StepState): string[] {
-  const p = s.progress;
-  const r = s.result;
-  const done = (s.status === 'completed' || s.status === 'kept') && r !== null;
-  let iter: string;
-  let loss: string;
-  let ckpt: number | null | undefined;
-  if (done) {
-    iter = fmtIter(r.iteration, p?.totalIterations ?? r.iteration);
-    loss = [fmtLoss(r.loss), fmtMetric(r.metrics)].filter(Boolean).join(' · ');
-    ckpt = r.iteration;
-  } else {
-    iter = fmtIter(p?.iteration, p?.totalIterations);
-    loss = fmtLoss(p?.loss ?? r?.loss);
-    ckpt = p?.lastCheckpoint ?? r?.iteration;
-  }
+  const f = stepFigures(s);
+  // An evaluation's score shares the loss column: "acc 85.7 %", or "1.250 · acc 85.7 %" beside a loss.
+  const loss = [fmtLoss(f.loss), f.score ? formatScore(f.score, NBSP) : ''].filter(Boolean).join(' · ');
   return [
     s.id,
     `${ICON[s.status]}${NBSP}${s.status}`,
-    iter,
+    fmtIter(f.iteration, f.total),
     loss,
-    isNum(ckpt) ? String(ckpt) : '',
+    isNum(f.checkpoint) ? String(f.checkpoint) : '',
     String(s.attempts),
     fmtFailure(s.lastFailure),
   ];
 }
 
 export function stepRow(s: StepState): string {
-  return row(stepCells(s));
+  return mdRow(stepCells(s));
 }
 
 /** The stage table: one row per step (a stageRun shows its own row, a recipeRun all of them). */
 export function stepTable(steps: StepState[]): string {
-  return [row(HEADER), `| ${ALIGN.join(' | ')} |`, ...steps.map(stepRow)].join('\n');
+  return mdTable(HEADER, ALIGN, steps.map(stepCells));
 }
 
 export function statusMarkdown(run: RunStatus): string {

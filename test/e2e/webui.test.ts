@@ -149,6 +149,16 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Web UI as cockpit${HAVE_CHROMIUM ? '' : ` (
     // The plan table (static details) and the live stage table (current details), rendered from markdown.
     const details = page.frameLocator('#user-metadata-details');
     await details.getByRole('cell', { name: 'sft.stage1', exact: true }).first().waitFor();
+    // Its cells are padded like the stage table's, so that neighbours do not run together ("cpt.warmuplocal").
+    // (Row 0 is the header; eval.a's row names sft.stage1 too, in its "after" cell.)
+    const planRow = details.getByRole('row').nth(2);
+    const sft = plan.steps[1]!;
+    expect((await planRow.getByRole('cell').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim())).toEqual(
+      ['sft.stage1', sft.backend, sft.pool, String(sft.gpus), 'cpt.warmup'],
+    );
+    const gpus = planRow.getByRole('cell').nth(3);
+    expect(await gpus.getAttribute('align')).toBe('right');
+    expect(await planRow.getByRole('cell').first().textContent()).toBe('\u00a0sft.stage1\u00a0');
 
     const current = page.frameLocator('#user-metadata-current-details');
     await current.getByText(/run\s+cockpit\s+—\s+completed/).waitFor();

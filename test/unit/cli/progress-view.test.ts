@@ -41,11 +41,20 @@ describe('live progress lines', () => {
     expect(line).toBe('cpt.stable    [######------------------] 40/160  loss 2.346  ETA 0:30  attempt 2');
   });
 
-  it('shows finished steps with their metrics or loss, and failures with their class', () => {
+  it('shows finished steps with their result (iteration, loss, headline score), and failures with their class', () => {
     const base = { stepId: 'x', outputs: {}, iteration: 1, attempts: 1, resumedFrom: null, durationSec: 1, finishedAt: '', fingerprint: null };
-    expect(progressLine(step({ id: 'eval.arith', status: 'completed', result: { ...base, loss: null, metrics: { accuracy: 0.4567 } } }), null, 10)).toBe('eval.arith  completed  accuracy 0.457');
-    expect(progressLine(step({ id: 'sft.stage1', status: 'completed', result: { ...base, loss: 0.5, metrics: {} } }), null, 10)).toBe('sft.stage1  completed  loss 0.5000');
+    expect(progressLine(step({ id: 'eval.arith', status: 'completed', result: { ...base, iteration: null, loss: null, metrics: { accuracy: 0.4567, n: 30 } } }), null, 10)).toBe('eval.arith  completed  acc 45.7 %');
+    expect(progressLine(step({ id: 'eval.other', status: 'completed', result: { ...base, iteration: null, loss: null, metrics: { bleu: 21.5 } } }), null, 10)).toBe('eval.other  completed  bleu=21.5');
+    expect(progressLine(step({ id: 'sft.stage1', status: 'completed', result: { ...base, loss: 0.5, metrics: {} } }), null, 10)).toBe('sft.stage1  completed  1/1  loss 0.5000');
     expect(progressLine(step({ id: 'rl', status: 'failed', lastFailure: { class: 'oom', message: 'CUDA out of memory' } }), null, 2)).toBe('rl  failed  oom: CUDA out of memory');
     expect(progressBlock([step({ id: 'a' }), step({ id: 'bbb', status: 'skipped' })], new RateTracker())).toEqual(['a    pending', 'bbb  skipped']);
+  });
+
+  it.each(['completed', 'kept'] as const)('shows a %s step\'s final result, not the stale progress of its last heartbeat', (status) => {
+    const base = { stepId: 'x', outputs: {}, attempts: 1, resumedFrom: null, durationSec: 1, finishedAt: '', fingerprint: null, metrics: {} };
+    const s = step({ id: 'cpt.warmup', status, attempts: 1, progress: progress(2, 4, 9.87654), result: { ...base, iteration: 4, loss: 1.23456 } });
+    expect(progressLine(s, 2, 10)).toBe(`cpt.warmup  ${status}  4/4  loss 1.235`);
+    // No loss in the result: none shown, rather than the progress's.
+    expect(progressLine({ ...s, result: { ...base, iteration: 4, loss: null } }, 2, 10)).toBe(`cpt.warmup  ${status}  4/4`);
   });
 });

@@ -4,7 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
-import { NBSP, statusMarkdown, stepRow, stepTable } from '../../../src/workflows/status-table.js';
+import { NBSP, mdRow, mdTable, statusMarkdown, stepRow, stepTable } from '../../../src/workflows/status-table.js';
+import { formatScore, headlineScore, stepFigures } from '../../../src/workflows/step-figures.js';
 
 function progress(p: Partial<Progress>): Progress {
   return {
@@ -211,9 +212,56 @@ describe('statusMarkdown', () => {
   });
 });
 
+describe('stepFigures (the one decision behind the stage table, `infir2 status` and the live lines)', () => {
+  const stale = progress({ iteration: 2, totalIterations: 4, loss: 9.5, lastCheckpoint: 2, throughput: 10 });
+
+  it.each(['completed', 'kept'] as const)('takes a %s step\'s figures from its result, not its stale progress', (status) => {
+    const s = state({ status, attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.5, metrics: { accuracy: 0.25, n: 8 } }) });
+    expect(stepFigures(s)).toEqual({ finished: true, iteration: 4, total: 4, loss: 1.5, checkpoint: 4, score: { label: 'acc', value: 0.25, percent: true } });
+  });
+
+  it('shows no stale loss for a finished step whose result has none, and takes the total from the result', () => {
+    const s = state({ status: 'completed', attempts: 1, progress: progress({ iteration: 5, loss: 7 }), result: result({ iteration: 5 }) });
+    expect(stepFigures(s)).toEqual({ finished: true, iteration: 5, total: 5, loss: null, checkpoint: 5, score: null });
+  });
+
+  it.each(['pending', 'running', 'failed', 'cancelled'] as const)('takes a %s step\'s figures from its progress, with no score', (status) => {
+    expect(stepFigures(state({ status, attempts: 1, progress: stale }))).toEqual({ finished: false, iteration: 2, total: 4, loss: 9.5, checkpoint: 2, score: null });
+  });
+
+  it('falls back to the progress for a completed step without a result, and to nothing without either', () => {
+    expect(stepFigures(state({ status: 'completed', progress: stale }))).toMatchObject({ finished: false, iteration: 2, loss: 9.5, checkpoint: 2 });
+    expect(stepFigures(state({}))).toEqual({ finished: false, iteration: null, total: null, loss: null, checkpoint: null, score: null });
+  });
+
+  it.each([
+    [{ accuracy: 0.857142, n: 30 }, 'acc 85.7 %'],
+    [{ score: 2, 'pass@1': 0.4375 }, 'pass@1 43.8 %'],
+    [{ accuracy: 85.7 }, 'acc 85.7'],
+    [{ score: 0.5 }, 'score 0.500'],
+  ])('reads the headline score of %o as "%s"', (metrics, text) => {
+    expect(formatScore(headlineScore(metrics)!)).toBe(text);
+    expect(formatScore(headlineScore(metrics)!, NBSP)).toBe(text.replaceAll(' ', NBSP));
+  });
+
+  it('finds no headline score in a report without accuracy, pass@1 or score', () => {
+    expect(headlineScore({ n: 30, temperature: 0.65 })).toBeNull();
+    expect(headlineScore(undefined)).toBeNull();
+  });
+});
+
+describe('mdTable (shared with the run\'s static details)', () => {
+  it('pads the header and the non-empty cells and aligns each column as given', () => {
+    expect(vis(mdTable(['a', 'n'], ['left', 'right'], [['x y', '1'], ['', '22']]))).toBe(
+      ['| ~a~ | ~n~ |', '| :--- | ---: |', '| ~x y~ | ~1~ |', '|  | ~22~ |'].join('\n'),
+    );
+    expect(vis(mdRow(['a', '', 'b']))).toBe('| ~a~ |  | ~b~ |');
+  });
+});
+
 describe('workflow safety', () => {
   it('status-table.ts and failures.ts import no Node built-ins (they run inside the workflow sandbox)', () => {
-    for (const f of ['status-table.ts', 'failures.ts', 'definitions.ts']) {
+    for (const f of ['status-table.ts', 'step-figures.ts', 'failures.ts', 'definitions.ts']) {
       const src = readFileSync(new URL(`../../../src/workflows/${f}`, import.meta.url), 'utf8');
       const imports = [...src.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
       for (const i of imports) expect(i, `${f} imports ${i}`).toMatch(/^(\.|@temporalio\/(workflow|common))/);

@@ -1,0 +1,101 @@
+/**
+ * `infir2 status` in the terminal: one row per step, exact cells. A completed or kept step shows its final
+ * result (as the Web UI's stage table does), a running or failed one its progress.
+ */
+import { describe, expect, it } from 'vitest';
+import { headlineMetrics, renderStatusTable, stepCells } from '../../../src/cli/status-view.js';
+import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
+
+function progress(p: Partial<Progress>): Progress {
+  return {
+    iteration: null, totalIterations: null, loss: null, throughput: null, throughputUnit: null, lastCheckpoint: null,
+    resumedFrom: null, attempt: 1, pid: null, updatedAt: '2025-10-01T12:00:00.000Z', ...p,
+  };
+}
+
+function result(r: Partial<StepResult>): StepResult {
+  return {
+    stepId: 'x', outputs: {}, iteration: null, loss: null, metrics: {}, attempts: 1, resumedFrom: null, durationSec: 1,
+    finishedAt: '2025-10-01T12:00:00.000Z', fingerprint: null, ...r,
+  };
+}
+
+function state(s: Partial<StepState>): StepState {
+  return { id: 'cpt.stable', status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null, ...s };
+}
+
+/** The heartbeat of the last checkpoint before the end: iteration 2 of 4, a loss the result no longer has. */
+const stale = progress({ iteration: 2, totalIterations: 4, loss: 9.87654, lastCheckpoint: 2, throughput: 123.4, throughputUnit: 'tok/s' });
+
+describe('status stepCells', () => {
+  it('shows a pending step with dashes', () => {
+    expect(stepCells(state({ id: 'sft.stage1' }))).toEqual(['sft.stage1', 'pending', '-', '-', '-', '-', '0', '']);
+  });
+
+  it('shows a running step\'s progress: iteration/total, loss, throughput, last checkpoint', () => {
+    const s = state({ status: 'running', attempts: 2, progress: progress({ iteration: 1200, totalIterations: 35000, loss: 2.3456789, lastCheckpoint: 1000 }) });
+    expect(stepCells(s)).toEqual(['cpt.stable', 'running', '1200/35000', '2.346', '-', '1000', '2', '']);
+    expect(stepCells(state({ status: 'running', attempts: 1, progress: progress({ iteration: 0, loss: 0, lastCheckpoint: 0 }) }))).toEqual(
+      ['cpt.stable', 'running', '0/?', '0.000', '-', '0', '1', ''],
+    );
+  });
+
+  it.each(['completed', 'kept'] as const)('shows a %s step\'s final result, not its stale progress', (status) => {
+    const s = state({ status, attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.23456 }) });
+    expect(stepCells(s)).toEqual(['cpt.stable', status, '4/4', '1.235', '123 tok/s', '4', '1', '']);
+  });
+
+  it('shows no stale loss when the result has none, and the total from the result without progress', () => {
+    const s = state({ status: 'completed', attempts: 1, progress: progress({ iteration: 5, loss: 7, lastCheckpoint: 5 }), result: result({ iteration: 5 }) });
+    expect(stepCells(s)).toEqual(['cpt.stable', 'completed', '5/5', '-', '-', '5', '1', '']);
+    expect(stepCells(state({ status: 'completed', attempts: 1, result: result({ iteration: 999, loss: 0.5 }) }))).toEqual(
+      ['cpt.stable', 'completed', '999/999', '0.5000', '-', '999', '1', ''],
+    );
+  });
+
+  it('keeps the progress as the source after a step failed, with its failure', () => {
+    const s = state({ status: 'failed', attempts: 3, progress: stale, lastFailure: { class: 'crash', message: 'exit 1' } });
+    expect(stepCells(s)).toEqual(['cpt.stable', 'failed', '2/4', '9.877', '123 tok/s', '2', '3', 'crash: exit 1']);
+  });
+
+  it("shows an evaluation's accuracy as the Web UI does, and keeps it beside an earlier failure's class", () => {
+    const s = state({ id: 'eval.arith', status: 'completed', attempts: 1, result: result({ metrics: { accuracy: 0.857142, n: 30 } }) });
+    expect(stepCells(s)).toEqual(['eval.arith', 'completed', '-', '-', '-', '-', '1', 'acc 85.7 %']);
+    const retried = { ...s, attempts: 2, lastFailure: { class: 'oom' as const, message: 'CUDA out of memory' } };
+    expect(stepCells(retried)[7]).toBe('acc 85.7 % · oom');
+  });
+
+  it.each([
+    [{ accuracy: 0.5, score: 3 }, 'acc 50.0 %'],
+    [{ 'pass@1': 0.4375 }, 'pass@1 43.8 %'],
+    [{ score: 12.345 }, 'score 12.3'],
+    [{ n: 30, temperature: 0.65, seed: 1, extra: 2 }, 'n=30.0 temperature=0.650 seed=1.00'],
+    [{}, ''],
+  ])('headlineMetrics(%o) is "%s"', (m, text) => {
+    expect(headlineMetrics(m)).toBe(text);
+  });
+});
+
+describe('renderStatusTable', () => {
+  it('renders the heading and aligned columns, a finished step with its result', () => {
+    const st: RunStatus = {
+      recipe: 'tiny', runId: 'r1', runDir: '/runs/r1', status: 'running', message: null,
+      steps: [
+        state({ id: 'cpt.warmup', status: 'completed', attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.25 }) }),
+        state({ id: 'sft.stage1', status: 'running', attempts: 1, progress: progress({ iteration: 3, totalIterations: 10, loss: 2 }) }),
+        state({ id: 'eval.a', status: 'pending' }),
+      ],
+    };
+    expect(renderStatusTable('tiny-r1', st)).toBe(
+      [
+        'tiny-r1: running',
+        'run dir: /runs/r1',
+        '',
+        'STEP        STATUS     ITER  LOSS   THROUGHPUT  CKPT  ATTEMPTS  NOTES',
+        'cpt.warmup  completed  4/4   1.250  123 tok/s   4     1',
+        'sft.stage1  running    3/10  2.000  -           -     1',
+        'eval.a      pending    -     -      -           -     0',
+      ].join('\n'),
+    );
+  });
+});
