@@ -4,7 +4,7 @@
  * Ctrl-C detaches: the run goes on, and the way back is printed.
  */
 import type { Client } from '@temporalio/client';
-import { progressBlock, RateTracker } from './progress-view.js';
+import { plainLine, progressBlock, RateTracker } from './progress-view.js';
 import { renderStatusTable } from './status-view.js';
 import { resolveRun, runStatus } from '../temporal/runs.js';
 
@@ -34,15 +34,10 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
         drawn = lines.length;
       } else {
         for (const s of st.steps) {
-          const p = s.progress;
-          const key = `${s.status}|${p?.lastCheckpoint ?? ''}|${s.attempts}`;
+          const key = `${s.status}|${s.progress?.lastCheckpoint ?? ''}|${s.attempts}`;
           if (seen.get(s.id) === key || s.status === 'pending') continue;
           seen.set(s.id, key);
-          const iter = p?.iteration != null ? ` ${p.iteration}/${p.totalIterations ?? '?'}` : '';
-          const loss = p?.loss != null ? ` loss ${p.loss.toPrecision(4)}` : '';
-          const ckpt = s.status === 'running' && p?.lastCheckpoint != null ? ` checkpoint ${p.lastCheckpoint}` : '';
-          const fail = s.lastFailure && s.status !== 'completed' ? ` (${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 100)})` : '';
-          out.write(`${s.id.padEnd(14)} ${s.status}${iter}${loss}${ckpt}${s.attempts > 1 ? ` attempt ${s.attempts}` : ''}${fail}\n`);
+          out.write(`${plainLine(s)}\n`);
         }
       }
       if (st.workflowStatus !== 'RUNNING') {

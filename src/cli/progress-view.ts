@@ -79,6 +79,21 @@ export function progressLine(s: StepState, rate: number | null, idWidth: number)
   return `${id}  ${s.status}${detail}`;
 }
 
+/**
+ * One line for a log, not a terminal (`run` without a TTY): printed when the step's status, checkpoint or
+ * attempt changes. A finished step shows its result, as progressLine does.
+ */
+export function plainLine(s: StepState): string {
+  const id = s.id.padEnd(14);
+  const f = stepFigures(s);
+  if (f.finished) return `${id} ${s.status}${finishedDetail(s)}${s.attempts > 1 ? `  attempt ${s.attempts}` : ''}`;
+  const iter = f.iteration !== null ? ` ${f.iteration}/${f.total ?? '?'}` : '';
+  const loss = f.loss !== null ? ` loss ${f.loss.toPrecision(4)}` : '';
+  const ckpt = s.status === 'running' && f.checkpoint !== null ? ` checkpoint ${f.checkpoint}` : '';
+  const fail = s.lastFailure ? ` (${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 100)})` : '';
+  return `${id} ${s.status}${iter}${loss}${ckpt}${s.attempts > 1 ? ` attempt ${s.attempts}` : ''}${fail}`;
+}
+
 export function progressBlock(steps: StepState[], rates: RateTracker): string[] {
   const w = Math.max(...steps.map((s) => s.id.length));
   return steps.map((s) => progressLine(s, rates.rate(s.id), w));

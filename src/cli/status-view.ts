@@ -14,6 +14,12 @@ function num(x: number | null | undefined, digits = 4): string {
   return x === null || x === undefined ? '-' : Number(x).toPrecision(digits);
 }
 
+/** A rate with an SI suffix (`812`, `12.8k`, `1.05M`): toPrecision alone writes `1.28e+4`. */
+export function rate(x: number): string {
+  const [v, suffix] = x >= 999.5e3 ? [x / 1e6, 'M'] : x >= 999.5 ? [x / 1e3, 'k'] : [x, ''];
+  return `${Number(v.toPrecision(3))}${suffix}`;
+}
+
 /**
  * The numbers worth a glance: the report's headline score as the Web UI shows it ("acc 85.7 %"), else its
  * first three numbers.
@@ -35,7 +41,7 @@ export function stepCells(s: StepState): string[] {
     s.status,
     iterCell(f),
     num(f.loss),
-    p?.throughput != null ? `${num(p.throughput, 3)} ${p.throughputUnit ?? ''}`.trim() : '-',
+    p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
     [metrics, failure].filter(Boolean).join(' · '),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { bar, formatDuration, progressBlock, progressLine, RateTracker } from '../../../src/cli/progress-view.js';
+import { bar, formatDuration, plainLine, progressBlock, progressLine, RateTracker } from '../../../src/cli/progress-view.js';
 import type { StepState } from '../../../src/workflows/definitions.js';
 
 function step(over: Partial<StepState> & { id: string }): StepState {
@@ -56,5 +56,17 @@ describe('live progress lines', () => {
     expect(progressLine(s, 2, 10)).toBe(`cpt.warmup  ${status}  4/4  loss 1.235`);
     // No loss in the result: none shown, rather than the progress's.
     expect(progressLine({ ...s, result: { ...base, iteration: 4, loss: null } }, 2, 10)).toBe(`cpt.warmup  ${status}  4/4`);
+  });
+
+  it('writes plain lines (no terminal): a finished step its result, a running one its checkpoint, a failed one its cause', () => {
+    const base = { stepId: 'x', outputs: {}, attempts: 1, resumedFrom: null, durationSec: 1, finishedAt: '', fingerprint: null, metrics: {} };
+    const running = { ...progress(7, 10, 2.5), lastCheckpoint: 6 };
+    expect(plainLine(step({ id: 'cpt.warmup', status: 'completed', attempts: 2, progress: progress(2, 4, 9.87654), result: { ...base, iteration: 4, loss: 1.23456 } }))).toBe(
+      'cpt.warmup     completed  4/4  loss 1.235  attempt 2',
+    );
+    expect(plainLine(step({ id: 'sft.stage1', status: 'running', attempts: 1, progress: running }))).toBe('sft.stage1     running 7/10 loss 2.500 checkpoint 6');
+    expect(plainLine(step({ id: 'rl.stage1', status: 'failed', attempts: 3, lastFailure: { class: 'hang', message: 'no progress for 300 s' } }))).toBe(
+      'rl.stage1      failed attempt 3 (hang: no progress for 300 s)',
+    );
   });
 });

@@ -3,7 +3,7 @@
  * result (as the Web UI's stage table does), a running or failed one its progress.
  */
 import { describe, expect, it } from 'vitest';
-import { headlineMetrics, renderStatusTable, stepCells } from '../../../src/cli/status-view.js';
+import { headlineMetrics, rate, renderStatusTable, stepCells } from '../../../src/cli/status-view.js';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
 
 function progress(p: Partial<Progress>): Progress {
@@ -97,5 +97,11 @@ describe('renderStatusTable', () => {
         'eval.a      pending    -     -      -           -     0',
       ].join('\n'),
     );
+  });
+});
+
+describe('throughput', () => {
+  it('is written with an SI suffix, never in e-notation', () => {
+    expect([0.5, 123.4, 999.4, 999.6, 12_834, 1_049_000].map(rate)).toEqual(['0.5', '123', '999', '1k', '12.8k', '1.05M']);
   });
 });
