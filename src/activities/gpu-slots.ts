@@ -2,6 +2,8 @@
  * The worker's GPUs as slots. A step that needs k GPUs waits for k free ones and runs with exactly those in
  * CUDA_VISIBLE_DEVICES; a CPU-only step (k = 0) takes one of the worker's CPU slots instead.
  */
+export class NotEnoughGpusError extends Error {}
+
 export class GpuSlots {
   private free: string[];
   private waiters: Array<() => void> = [];
@@ -13,7 +15,7 @@ export class GpuSlots {
   /** Resolve with k GPU ids; throws at once if the worker has fewer than k in all. */
   async acquire(k: number, signal?: AbortSignal): Promise<string[]> {
     if (k > this.gpus.length) {
-      throw new Error(`the step needs ${k} GPUs per node but this worker has ${this.gpus.length} (${this.gpus.join(',') || 'none'})`);
+      throw new NotEnoughGpusError(`the step needs ${k} GPUs per node but this worker has ${this.gpus.length} (${this.gpus.join(',') || 'none'})`);
     }
     while (this.free.length < k) {
       if (signal?.aborted) throw signal.reason ?? new Error('aborted');

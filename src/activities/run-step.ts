@@ -20,11 +20,11 @@ import type { PlanStep } from '../plan/types.js';
 import { progressSignal, type Progress, type StepResult } from '../workflows/definitions.js';
 import { inspectCheckpointDir, quarantinePartials, type CheckpointInspection } from './checkpoints.js';
 import { classifyExit } from './classify.js';
-import type { GpuSlots } from './gpu-slots.js';
-import { DirLock, type StopCommand } from './lock.js';
+import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
+import { type AcquireOptions, DirLock, LockBusyError, type StopCommand } from './lock.js';
 import { fingerprintOutputs } from './outputs.js';
 import { terminateGroup } from './process-group.js';
-import { parserFor } from './progress-parsers.js';
+import { parserFor, type ProgressEvent } from './progress-parsers.js';
 
 export interface RunStepInput {
   recipe: string;
@@ -53,13 +53,25 @@ export function resultFile(runDir: string, stepId: string): string {
   return join(runDir, 'results', `${stepId}.json`);
 }
 
+/** What identifies one launch of a step: its attempt number, and a token no other launch shares. */
+export interface LaunchIds {
+  attempt: number;
+  /**
+   * Unique per launch (base-36 start time plus pid): `infir2 resume` numbers attempts from 1 again, and
+   * a Ray cluster refuses a submission id it has seen before.
+   */
+  launch: string;
+}
+
+export const newLaunchIds = (attempt: number): LaunchIds => ({ attempt, launch: `${Date.now().toString(36)}${(process.pid % 1296).toString(36)}` });
+
 /**
- * Fill a command's placeholders: `{attempt}` (unique ids per attempt, e.g. Ray submission ids) always;
+ * Fill a command's placeholders: `{attempt}` and `{launch}` always (per-attempt ids, e.g. Ray submission ids);
  * `{iteration}` / `{nextIteration}` with the checkpoint a resume starts from.
  */
-export function fillArgv(argv: string[], attempt: number, iteration?: number): string[] {
+export function fillArgv(argv: string[], ids: LaunchIds, iteration?: number): string[] {
   return argv.map((a) => {
-    let out = a.replaceAll('{attempt}', String(attempt));
+    let out = a.replaceAll('{attempt}', String(ids.attempt)).replaceAll('{launch}', ids.launch);
     if (iteration !== undefined) out = out.replaceAll('{iteration}', String(iteration)).replaceAll('{nextIteration}', String(iteration + 1));
     return out;
   });
@@ -108,6 +120,7 @@ function failure(step: PlanStep, cls: string, reason: string, progress: Progress
 export function createRunStep(opts: SupervisorOptions) {
   return async function runStep(input: RunStepInput): Promise<StepResult> {
     const { step, runDir, attempt } = input;
+    const ids = newLaunchIds(attempt);
     const ctx = Context.current();
     const info = ctx.info;
     const started = Date.now();
@@ -144,14 +157,21 @@ export function createRunStep(opts: SupervisorOptions) {
     let lock: DirLock | null = null;
     try {
       try {
-        gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
+        try {
+          gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
+        } catch (err) {
+          // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
+          if (!(err instanceof NotEnoughGpusError)) throw err;
+          note(`attempt ${attempt} not started: ${err.message}`);
+          throw failure(step, 'config', err.message, progress);
+        }
         const lockDir = step.checkpoint?.dir ?? step.command.cwd;
         mkdirSync(lockDir, { recursive: true });
-        lock = await DirLock.acquire(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, {
+        lock = await lockWhenFree(lockDir, `${info.workflowExecution?.workflowId ?? step.id} attempt ${attempt}`, {
           onTakeover: note,
           killGraceMs: opts.killGraceMs,
           runStop: (stop) => runStopCommand(stop, note),
-        });
+        }, ctx.cancellationSignal, note);
       } finally {
         clearInterval(waitBeat);
       }
@@ -168,7 +188,7 @@ export function createRunStep(opts: SupervisorOptions) {
       }
       const resumeFrom = step.resume && insp?.latestComplete != null ? insp.latestComplete : null;
       progress.resumedFrom = resumeFrom;
-      const argv = resumeFrom !== null && step.resume ? fillArgv(step.resume.argv, attempt, resumeFrom) : fillArgv(step.command.argv, attempt);
+      const argv = resumeFrom !== null && step.resume ? fillArgv(step.resume.argv, ids, resumeFrom) : fillArgv(step.command.argv, ids);
 
       const env: Record<string, string> = {
         ...step.command.env,
@@ -198,9 +218,9 @@ export function createRunStep(opts: SupervisorOptions) {
         const r = await child;
         throw failure(step, 'config', `could not start ${file}: ${r.message ?? 'spawn failed'}`, progress);
       }
-      lock.setTrainer(pgid, stopCommand(step, attempt));
+      lock.setTrainer(pgid, stopCommand(step, ids));
       progress.pid = pgid;
-      return await supervise(child, pgid, { step, input, progress, log, note, lock, opts, started, ctx });
+      return await supervise(child, pgid, { step, input, ids, progress, log, note, lock, opts, started, ctx });
     } finally {
       opts.gpus.release(gpuIds);
       lock?.release();
@@ -209,9 +229,67 @@ export function createRunStep(opts: SupervisorOptions) {
   };
 }
 
+/**
+ * Fold one progress event into the attempt's progress. `advanced`: a new iteration or checkpoint (what the
+ * stall watchdog counts). The plan's total wins over the trainer's: a CPT phase ends at its boundary, not at
+ * the schedule's `--train-iters` that Megatron prints.
+ */
+export function applyProgress(progress: Progress, ev: ProgressEvent, planTotal: number | null): { advanced: boolean; checkpointSaved: boolean } {
+  let advanced = false;
+  if (ev.iteration !== undefined && ev.iteration !== progress.iteration) {
+    progress.iteration = ev.iteration;
+    advanced = true;
+  }
+  if (ev.totalIterations !== undefined && planTotal === null) progress.totalIterations = ev.totalIterations;
+  if (ev.loss !== undefined) progress.loss = ev.loss;
+  if (ev.throughput !== undefined) {
+    progress.throughput = ev.throughput;
+    progress.throughputUnit = ev.throughputUnit ?? null;
+  }
+  const checkpointSaved = ev.checkpointSaved !== undefined;
+  if (checkpointSaved) {
+    progress.lastCheckpoint = ev.checkpointSaved!;
+    advanced = true;
+  }
+  return { advanced, checkpointSaved };
+}
+
+/** How often a step whose directory is locked by a live holder tries again. */
+const LOCK_RETRY_MS = 2_000;
+
+/**
+ * The directory's lock, waiting while a live holder has it: a trainer from another host until its lease runs
+ * out (the previous attempt on a dead node), or a worker on this host that is still launching. Failing instead
+ * would spend the step's retry budget in seconds while the lease takes minutes. Heartbeats go on meanwhile.
+ */
+async function lockWhenFree(dir: string, owner: string, opts: AcquireOptions, signal: AbortSignal, note: (msg: string) => void): Promise<DirLock> {
+  let said = '';
+  for (;;) {
+    try {
+      return await DirLock.acquire(dir, owner, opts);
+    } catch (err) {
+      if (!(err instanceof LockBusyError)) throw err;
+      if (err.message !== said) note(`waiting for the lock: ${err.message}`);
+      said = err.message;
+    }
+    if (signal.aborted) throw signal.reason ?? new Error('aborted');
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(t);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, LOCK_RETRY_MS);
+      signal.addEventListener('abort', done, { once: true });
+    });
+    if (signal.aborted) throw signal.reason ?? new Error('aborted');
+  }
+}
+
 interface SuperviseCtx {
   step: PlanStep;
   input: RunStepInput;
+  ids: LaunchIds;
   progress: Progress;
   log: WriteStream;
   note: (msg: string) => void;
@@ -261,22 +339,8 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
     const ev = parse(line);
     if (!ev) return;
     if (ev.exitingOnSigterm) sawSigtermExit = true;
-    let advanced = false;
-    if (ev.iteration !== undefined && ev.iteration !== progress.iteration) {
-      progress.iteration = ev.iteration;
-      advanced = true;
-    }
-    if (ev.totalIterations !== undefined) progress.totalIterations = ev.totalIterations;
-    if (ev.loss !== undefined) progress.loss = ev.loss;
-    if (ev.throughput !== undefined) {
-      progress.throughput = ev.throughput;
-      progress.throughputUnit = ev.throughputUnit ?? null;
-    }
-    if (ev.checkpointSaved !== undefined) {
-      progress.lastCheckpoint = ev.checkpointSaved;
-      advanced = true;
-      signalWorkflow();
-    }
+    const { advanced, checkpointSaved } = applyProgress(progress, ev, step.progress.totalIterations);
+    if (checkpointSaved) signalWorkflow();
     if (advanced) {
       lastAdvance = Date.now();
       beat();
@@ -317,13 +381,15 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
   const exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   const signal = result.signal ?? null;
   note(`attempt ${s.input.attempt} ended: ${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`}${stoppedBy ? ` (stopped: ${stoppedBy})` : ''}`);
-  const stopCmd = stopCommand(step, s.input.attempt);
-  if (stoppedBy && stopCmd) await runStopCommand(stopCmd, note);
+  const succeeded = stoppedBy !== 'cancel' && exitCode === 0 && !sawSigtermExit && completionMet(step);
+  // Whatever ended an unsuccessful attempt (a stop of ours, a signal from outside, an error), work it handed
+  // elsewhere may still run: a killed `ray job submit` client leaves its Ray job training. Stopping a job that
+  // has already ended is harmless.
+  const stopCmd = stopCommand(step, s.ids);
+  if (!succeeded && stopCmd) await runStopCommand(stopCmd, note);
 
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
-  if (exitCode === 0 && !sawSigtermExit && completionMet(step)) {
-    return finish(step, s.input, progress, s.started);
-  }
+  if (succeeded) return finish(step, s.input, progress, s.started);
   const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail });
   note(`attempt ${s.input.attempt} failed: ${cls}: ${reason}`);
   throw failure(step, cls, reason, progress);
@@ -333,8 +399,8 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
 const ON_STOP_TIMEOUT_MS = 60_000;
 
 /** The step's stop command (e.g. `ray job stop <submission id>`) as this attempt runs it, if it has one. */
-function stopCommand(step: PlanStep, attempt: number): StopCommand | null {
-  return step.onStop ? { argv: fillArgv(step.onStop.argv, attempt), cwd: step.command.cwd, env: step.command.env } : null;
+function stopCommand(step: PlanStep, ids: LaunchIds): StopCommand | null {
+  return step.onStop ? { argv: fillArgv(step.onStop.argv, ids), cwd: step.command.cwd, env: step.command.env } : null;
 }
 
 async function runStopCommand(stop: StopCommand, note: (msg: string) => void): Promise<void> {

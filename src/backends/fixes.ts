@@ -89,7 +89,7 @@ export const FIXES: readonly Fix[] = [
     id: 'slime-submission-id',
     backends: ['slime'],
     original: 'ray job submit without --submission-id',
-    fix: '--submission-id=infir2-<run>-<step>-a<attempt>, and `ray job stop` of it when the step is stopped',
+    fix: '--submission-id=infir2-<run>-<step>-a<attempt>-<launch token>, and `ray job stop` of it whenever an attempt ends without success (also by the attempt that takes over from a dead worker)',
     why: 'a job with a known id can be polled and stopped with `ray job status|stop` (docs §3.4)',
   },
   {

@@ -138,11 +138,11 @@ function profileArgs(p: SftStage['profile'], tensorboardDir: string): string[] {
 const MISC = ['--attention-dropout', '0.0', '--hidden-dropout', '0.0', '--accumulate-allreduce-grads-in-fp32', '--attention-softmax-in-fp32', '--attention-backend', 'flash'];
 
 /**
- * Ray job ids must be unique per cluster: every attempt gets its own, through the supervisor's `{attempt}`
- * placeholder (FIXES slime-submission-id).
+ * Ray job ids must be unique per cluster: every launch gets its own through the supervisor's `{attempt}` and
+ * `{launch}` placeholders (attempts count from 1 again after `infir2 resume`; FIXES slime-submission-id).
  */
 export function submissionId(runId: string, stepId: string): string {
-  return `infir2-${runId}-${stepId.replace(/\./g, '-')}-a{attempt}`;
+  return `infir2-${runId}-${stepId.replace(/\./g, '-')}-a{attempt}-{launch}`;
 }
 
 /**

@@ -66,7 +66,7 @@ export interface RunStatus {
 
 export const statusQuery = defineQuery<RunStatus>('status');
 export const stepStateQuery = defineQuery<StepState>('stepState');
-/** Sent by the runStep activity to its stageRun at attempt start, on checkpoints and every few seconds at most. */
+/** Sent by the runStep activity to its stageRun on each checkpoint (live iteration and loss travel in heartbeats). */
 export const progressSignal = defineSignal<[Progress]>('progress');
 /** Sent by a stageRun to its recipeRun when its state changes (attempt start, checkpoint, failure). */
 export const stepUpdateSignal = defineSignal<[StepState]>('stepUpdate');

@@ -4,9 +4,10 @@
  */
 import { WorkflowFailedError } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
 import type { RunStatus } from '../../src/workflows/definitions.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
 import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
@@ -50,7 +51,10 @@ describe('a durable recipe run', () => {
 
   it('resumes a crashed trainer from its last complete checkpoint without recomputing before it', async () => {
     const runDir = tmpRunDir(env, 'crash');
-    const plan = fakePlan(runDir, 'crash', [fakeStep({ id: 'cpt.stable', runDir, iters: 12, saveInterval: 4, faults: ['crash@7'] })]);
+    // Stands in for `ray job stop`: a crashed attempt's outside work is stopped, a successful one's is not.
+    const stops = join(runDir, 'stops.txt');
+    const onStop = ['sh', '-c', `echo "stop job-a{attempt}" >> ${stops}`];
+    const plan = fakePlan(runDir, 'crash', [fakeStep({ id: 'cpt.stable', runDir, iters: 12, saveInterval: 4, faults: ['crash@7'], onStop })]);
     const h = await startPlan(env, plan);
     const res = (await h.result()) as { status: RunStatus };
     const st = res.status.steps[0]!;
@@ -61,6 +65,7 @@ describe('a durable recipe run', () => {
     // Iterations up to the checkpoint (4) ran once; only 5 and 6, after it, ran again.
     expect(recomputed(runDir, 'cpt.stable', 4)).toEqual([]);
     expect(journal(runDir, 'cpt.stable').at(-1)?.iteration).toBe(12);
+    expect(readFileSync(stops, 'utf8')).toBe('stop job-a1\n');
   });
 
   it('detects a hung trainer within the stall timeout + 5 s, kills it and resumes', async () => {
@@ -116,6 +121,39 @@ describe('a durable recipe run', () => {
     expect(sft.lastFailure?.class).toBe('config');
     expect(status.steps.find((s) => s.id === 'eval.x')?.status).toBe('skipped');
     expect(status.status).toBe('failed');
+  });
+
+  it('fails a step at once as config when its worker has fewer GPUs than it needs', async () => {
+    const runDir = tmpRunDir(env, 'nogpu');
+    const plan = fakePlan(runDir, 'nogpu', [{ ...fakeStep({ id: 'cpt.warmup', runDir, iters: 3 }), gpus: 2 }]);
+    const h = await startPlan(env, plan);
+    const err = await h.result().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    const st = (await h.query(statusQuery)).steps[0]!;
+    expect(st.attempts).toBe(1);
+    expect(st.lastFailure?.class).toBe('config');
+    expect(st.lastFailure?.message).toContain('the step needs 2 GPUs per node but this worker has 0');
+  });
+
+  it('waits for the lock of a trainer on another host until its lease runs out, then takes over', async () => {
+    const runDir = tmpRunDir(env, 'foreignlock');
+    const step = fakeStep({ id: 'cpt.stable', runDir, iters: 4, saveInterval: 2 });
+    const dir = step.checkpoint!.dir;
+    mkdirSync(dir, { recursive: true });
+    // The lock of an attempt on a node that died: its lease has 4 s left when the step starts.
+    const lock = join(dir, LOCK_FILE);
+    writeFileSync(lock, JSON.stringify({ host: 'gpu-node-17', workerPid: 1, pgid: 4242, startTicks: 1, owner: 'old attempt', since: '', token: 'x', stop: null }));
+    const aged = new Date(Date.now() - LOCK_LEASE_MS + 4_000);
+    utimesSync(lock, aged, aged);
+    const t0 = Date.now();
+    const h = await startPlan(env, fakePlan(runDir, 'foreignlock', [step]));
+    const st = ((await h.result()) as { status: RunStatus }).status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.attempts).toBe(1); // no retry budget spent on waiting
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(3_000);
+    const log = readFileSync(join(runDir, 'logs', 'cpt.stable.log'), 'utf8');
+    expect(log).toContain(`waiting for the lock: ${dir} is locked by old attempt on gpu-node-17`);
+    expect(log).toContain('taking over a stale lock of old attempt on gpu-node-17');
   });
 
   it('stops retrying a failure class once its budget is spent', async () => {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { iterDirName, TRACKER_FILE, type CheckpointInspection } from '../../../src/activities/checkpoints.js';
-import { completionMet, logFile, readMetrics, resultFile, fillArgv } from '../../../src/activities/run-step.js';
+import { applyProgress, completionMet, logFile, readMetrics, resultFile, fillArgv, newLaunchIds } from '../../../src/activities/run-step.js';
 import type { Completion, PlanStep } from '../../../src/plan/types.js';
 
 let tmp: string;
@@ -46,30 +46,67 @@ function saved(root: string, n: number, metadata = true): void {
   if (metadata) writeFileSync(join(d, 'metadata.json'), '{}');
 }
 
+const ids = (attempt: number) => ({ attempt, launch: 'k9x' });
+
 describe('fillArgv', () => {
   it('substitutes {iteration} and {nextIteration} everywhere, also inside arguments', () => {
     const argv = ['python', 'train.py', '--ckpt-step', '{iteration}', '--start-rollout-id', '{nextIteration}', '--tag=run-{iteration}-{iteration}', '--x={nextIteration}'];
-    expect(fillArgv(argv, 1, 35000)).toEqual(['python', 'train.py', '--ckpt-step', '35000', '--start-rollout-id', '35001', '--tag=run-35000-35000', '--x=35001']);
+    expect(fillArgv(argv, ids(1), 35000)).toEqual(['python', 'train.py', '--ckpt-step', '35000', '--start-rollout-id', '35001', '--tag=run-35000-35000', '--x=35001']);
   });
 
   it('leaves an argv without placeholders as it is, and does not change its input', () => {
     const argv = ['torchrun', '--nproc-per-node', '8', 'pretrain_gpt.py', '--load', '/ckpt', '{other}', '{ITERATION}'];
     const copy = [...argv];
-    expect(fillArgv(argv, 1, 7)).toEqual(copy);
+    expect(fillArgv(argv, ids(1), 7)).toEqual(copy);
     expect(argv).toEqual(copy);
     const withPh = ['--ckpt-step', '{iteration}'];
-    fillArgv(withPh, 1, 7);
+    fillArgv(withPh, ids(1), 7);
     expect(withPh).toEqual(['--ckpt-step', '{iteration}']);
   });
 
-  it('fills {attempt} always, and leaves resume placeholders alone on a fresh start', () => {
-    expect(fillArgv(['--submission-id=job-a{attempt}', '--ckpt-step', '{iteration}'], 3)).toEqual(['--submission-id=job-a3', '--ckpt-step', '{iteration}']);
-    expect(fillArgv(['x-{attempt}-{nextIteration}'], 2, 9)).toEqual(['x-2-10']);
+  it('fills {attempt} and {launch} always, and leaves resume placeholders alone on a fresh start', () => {
+    expect(fillArgv(['--submission-id=job-a{attempt}-{launch}', '--ckpt-step', '{iteration}'], ids(3))).toEqual(['--submission-id=job-a3-k9x', '--ckpt-step', '{iteration}']);
+    expect(fillArgv(['x-{attempt}-{nextIteration}'], ids(2), 9)).toEqual(['x-2-10']);
+  });
+
+  it('gives every launch its own token, also for the same attempt number (a resumed run counts from 1 again)', async () => {
+    const a = newLaunchIds(1);
+    await new Promise((r) => setTimeout(r, 5));
+    const b = newLaunchIds(1);
+    expect(a.attempt).toBe(b.attempt);
+    expect(a.launch).toMatch(/^[0-9a-z]+$/);
+    expect(b.launch).not.toBe(a.launch);
   });
 
   it('handles iteration 0 and large iterations', () => {
-    expect(fillArgv(['{iteration}', '{nextIteration}'], 1, 0)).toEqual(['0', '1']);
-    expect(fillArgv(['{iteration}', '{nextIteration}'], 1, 9999999999)).toEqual(['9999999999', '10000000000']);
+    expect(fillArgv(['{iteration}', '{nextIteration}'], ids(1), 0)).toEqual(['0', '1']);
+    expect(fillArgv(['{iteration}', '{nextIteration}'], ids(1), 9999999999)).toEqual(['9999999999', '10000000000']);
+  });
+});
+
+describe('applyProgress', () => {
+  const fresh = (total: number | null) => ({
+    iteration: null, totalIterations: total, loss: null, throughput: null, throughputUnit: null, lastCheckpoint: null, resumedFrom: null, attempt: 1, pid: 1, updatedAt: '',
+  });
+
+  it('keeps the plan\'s total: cpt.stable ends at its boundary, though Megatron prints the schedule\'s --train-iters', () => {
+    const p = fresh(160);
+    expect(applyProgress(p, { iteration: 90, totalIterations: 200, loss: 2.5, throughput: 812, throughputUnit: 'tok/s' }, 160)).toEqual({ advanced: true, checkpointSaved: false });
+    expect(p).toMatchObject({ iteration: 90, totalIterations: 160, loss: 2.5, throughput: 812, throughputUnit: 'tok/s' });
+  });
+
+  it('takes the trainer\'s total when the plan has none (an evaluation\'s progress)', () => {
+    const p = fresh(null);
+    applyProgress(p, { iteration: 3, totalIterations: 30 }, null);
+    expect(p.totalIterations).toBe(30);
+  });
+
+  it('counts a new iteration or a checkpoint as an advance, a repeated iteration or a loss alone not', () => {
+    const p = fresh(10);
+    applyProgress(p, { iteration: 4 }, 10);
+    expect(applyProgress(p, { iteration: 4, loss: 1 }, 10)).toEqual({ advanced: false, checkpointSaved: false });
+    expect(applyProgress(p, { checkpointSaved: 4 }, 10)).toEqual({ advanced: true, checkpointSaved: true });
+    expect(p.lastCheckpoint).toBe(4);
   });
 });
 

@@ -128,7 +128,7 @@ describe.each([
       const saveDir = join(RUN, id, 'checkpoints');
       const argv = s.command.argv;
       expect(argv.slice(0, 4)).toEqual(['ray', 'job', 'submit', '--address=http://127.0.0.1:8265']);
-      expect(argv[4]).toBe(`--submission-id=infir2-repro-sft-stage${k}-a{attempt}`); // FIXES slime-submission-id
+      expect(argv[4]).toBe(`--submission-id=infir2-repro-sft-stage${k}-a{attempt}-{launch}`); // FIXES slime-submission-id
       expect(argv[5]!.startsWith('--runtime-env-json=')).toBe(true);
       expect(argv.slice(6, 9)).toEqual(['--', 'python3', 'train_async.py']);
       const vars = {
@@ -156,8 +156,8 @@ describe.each([
     it('resumes with --load = --save and --start-rollout-id (slime 8359c9a)', () => {
       const s = step(plan, 'sft.stage1');
       expect(s.resume!.argv.slice(-2)).toEqual(['--start-rollout-id', '{nextIteration}']);
-      expect(s.resume!.argv[4]).toBe('--submission-id=infir2-repro-sft-stage1-a{attempt}');
-      expect(s.onStop?.argv).toEqual(['ray', 'job', 'stop', '--address=http://127.0.0.1:8265', 'infir2-repro-sft-stage1-a{attempt}']);
+      expect(s.resume!.argv[4]).toBe('--submission-id=infir2-repro-sft-stage1-a{attempt}-{launch}');
+      expect(s.onStop?.argv).toEqual(['ray', 'job', 'stop', '--address=http://127.0.0.1:8265', 'infir2-repro-sft-stage1-a{attempt}-{launch}']);
       expect(s.resume!.argv.slice(5, -2)).toEqual(s.command.argv.slice(5));
     });
 
@@ -228,7 +228,7 @@ describe('InfiR2 7B RL (scripts/RL)', () => {
     const id = `rl.stage${k}`;
     const s = step(plan, id);
     const argv = s.command.argv;
-    expect(argv.slice(0, 5)).toEqual(['ray', 'job', 'submit', '--address=http://127.0.0.1:8265', `--submission-id=infir2-repro-rl-stage${k}-a{attempt}`]);
+    expect(argv.slice(0, 5)).toEqual(['ray', 'job', 'submit', '--address=http://127.0.0.1:8265', `--submission-id=infir2-repro-rl-stage${k}-a{attempt}-{launch}`]);
     expect(argv.slice(6, 9)).toEqual(['--', 'python3', 'train.py']);
     const vars = {
       STEP: join(RUN, id),
