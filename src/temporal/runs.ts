@@ -2,8 +2,8 @@
  * Client-side view of runs: find a run by workflow id or run id, read its status (the workflow's query, with
  * live progress merged from the running steps' heartbeat details), start and cancel.
  */
-import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
+import { WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { UsageError } from '../cli/errors.js';
 import type { Progress, RunStatus } from '../workflows/definitions.js';
 import { statusQuery } from '../workflows/definitions.js';
@@ -45,14 +45,33 @@ function decodeProgress(payloads: unknown): Progress | null {
   }
 }
 
+/**
+ * A completed or failed run's final status, from its recorded result (the workflow returns it, and attaches it
+ * to its failure): no worker needs to replay the run to answer a query. null for other states.
+ */
+async function closedStatus(handle: WorkflowHandle, wfStatus: string): Promise<RunStatus | null> {
+  try {
+    if (wfStatus === 'COMPLETED') return ((await handle.result()) as { status?: RunStatus }).status ?? null;
+    if (wfStatus === 'FAILED') await handle.result();
+  } catch (err) {
+    const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details : undefined;
+    const st = details?.[0] as RunStatus | undefined;
+    if (st && Array.isArray(st.steps)) return st;
+  }
+  return null;
+}
+
 /** `fresh`: describe again (a follower polling); otherwise the description from resolving is used. */
 export async function runStatus(client: Client, ref: RunRef, fresh = true): Promise<RunStatus & { workflowStatus: string }> {
   const desc = fresh ? await ref.handle.describe() : ref.description;
-  let status: RunStatus;
-  try {
-    status = await ref.handle.query(statusQuery);
-  } catch (err) {
-    throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}`);
+  let status: RunStatus | null = await closedStatus(ref.handle, desc.status.name);
+  if (!status) {
+    try {
+      status = await ref.handle.query(statusQuery);
+    } catch (err) {
+      const hint = desc.status.name === 'RUNNING' ? '' : ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
+      throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}${hint}`);
+    }
   }
   // Live progress: the running steps' latest heartbeat details (the workflow sees checkpoints only).
   await Promise.all(

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFile
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
+import { resolveRun, runStatus } from '../../src/temporal/runs.js';
 import type { RunStatus } from '../../src/workflows/definitions.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
 import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
@@ -251,6 +252,28 @@ describe('infrastructure faults', () => {
     expect(st.status).toBe('completed');
     expect(st.failures.preempted).toBe(1);
     expect(st.result?.resumedFrom).toBe(saved);
+  });
+
+  it('reads the status of a finished run with no worker up (from its recorded result, not a query)', async () => {
+    const runDir = tmpRunDir(env, 'noworker');
+    const ok = await startPlan(env, fakePlan(runDir, 'noworker-ok', [fakeStep({ id: 'cpt.warmup', runDir, iters: 2 })]));
+    await ok.result();
+    const bad = await startPlan(env, fakePlan(runDir, 'noworker-bad', [fakeStep({ id: 'sft.stage1', runDir, iters: 2, faults: ['badarg'] })]));
+    await bad.result().catch(() => undefined);
+    const live = env.workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    await Promise.all(live.map((w) => env.stopWorker(w)));
+    try {
+      const t0 = Date.now();
+      const done = await runStatus(env.client, await resolveRun(env.client, 'fake-noworker-ok'));
+      expect(done.status).toBe('completed');
+      expect(done.steps.map((st) => [st.id, st.status, st.result?.iteration])).toEqual([['cpt.warmup', 'completed', 2]]);
+      const failed = await runStatus(env.client, await resolveRun(env.client, 'fake-noworker-bad'));
+      expect(failed.status).toBe('failed');
+      expect(failed.steps[0]).toMatchObject({ id: 'sft.stage1', status: 'failed', lastFailure: { class: 'config' } });
+      expect(Date.now() - t0).toBeLessThan(5_000);
+    } finally {
+      await env.startWorker();
+    }
   });
 
   it('replays every history recorded here with the current workflow code (no nondeterminism)', async () => {
