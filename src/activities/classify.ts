@@ -29,6 +29,47 @@ const CONFIG = [
   /AssertionError: .*(rope_theta|rotary_base|vocab)/,
   /^error: (?:bad argument|invalid|missing|checkpoint)/i,
 ];
+/**
+ * A collective that never completed: what PyTorch's NCCL watchdog, its blocking wait, gloo, the c10d store and
+ * torchrun's rendezvous print when a peer stops answering. Most telling first: the reason is the last line
+ * that matches the first pattern that matches at all.
+ */
+const TIMEOUT = [
+  // `[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, ...,
+  // Timeout(ms)=600000) ran for 600013 milliseconds before timing out.` (older torch: `Caught collective ...`;
+  // also inside `Process group watchdog thread terminated with exception: ...` and `c10::DistBackendError`)
+  /\bcollective operation timeout\b/i,
+  // TORCH_NCCL_BLOCKING_WAIT=1: `Work WorkNCCL(...) timed out in blocking wait`, `... timed out in call to wait()`
+  /\bWorkNCCL\(.*\) timed out\b/,
+  // `[PG 3 Rank 4] Timeout at NCCL work: 9141, last enqueued NCCL work: 9141, last completed NCCL work: 9140.`
+  /\bTimeout at NCCL work\b/,
+  /\bDistBackendError\b.*\b(?:timed out|timeout)\b/i,
+  // The watchdog itself wedged (usually a stuck CUDA stream): `[PG 0 Rank 0] Heartbeat monitor timed out!
+  // Process will be terminated after dumping debug info.`, `ProcessGroupNCCL's watchdog got stuck for 480 seconds
+  // without making progress in monitoring enqueued collectives.`
+  /\bHeartbeat monitor timed out\b/,
+  /\bwatchdog got stuck for \d+ seconds\b/,
+  // gloo: `[.../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete`
+  /\bTimed out waiting \d+ ?ms for (?:send|recv) operation\b/i,
+  // A peer that never arrived: `Timed out initializing process group in store based barrier on rank 1 ...`,
+  // `torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.`,
+  // `DistStoreError: Socket Timeout`, `DistNetworkError: The client socket has timed out after 300000ms ...`
+  /\bTimed out initializing process group\b/,
+  /\bDist(?:Store|Network)Error\b.*\b(?:timed out|timeout)\b/i,
+  // torchrun: `torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError`
+  /\bRendezvousTimeoutError\b/,
+];
+/**
+ * What the watchdog prints when it takes the process down after a timeout or an error: a hang unless the tail
+ * shows an NCCL error (a peer that died, a broken link), which is a crash.
+ */
+const ABORTED = [
+  // `NCCL communicator was aborted on rank 3. Original reason for failure was: ...`
+  /\bNCCL communicator was aborted\b/,
+  // `[Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, ...`
+  /\bSome NCCL operations have failed or timed out\b/,
+];
+const NCCL_ERROR = /\bNCCL error\b|\bnccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage)Error\b|remote process exited/i;
 
 export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string } {
   const text = f.tail.join('\n');
@@ -44,6 +85,10 @@ export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string 
     const line = f.tail.map((l) => l.trim()).filter((l) => CONFIG.some((re) => re.test(l))).at(-1);
     return { cls: 'config', reason: line ?? `exit code ${f.exitCode} (bad usage)` };
   }
+  // After config: a rank that died of a bad argument or a missing file leaves its peers waiting in a collective
+  // until it times out; that is the configuration error, and retrying cannot fix it.
+  const timeout = firstLastMatching(f.tail, TIMEOUT) ?? (f.tail.some((l) => NCCL_ERROR.test(l)) ? undefined : firstLastMatching(f.tail, ABORTED));
+  if (timeout) return { cls: 'hang', reason: timeout.slice(0, 300) };
   if (f.exitCode === 0) return { cls: 'crash', reason: 'exited 0 but its final checkpoint or output is missing' };
   const last = lastError(f.tail);
   return { cls: 'crash', reason: `exit code ${f.exitCode ?? f.signal}${last ? `: ${last}` : ''}` };
@@ -51,6 +96,15 @@ export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string 
 
 function lastMatching(lines: string[], re: RegExp): string | undefined {
   return lines.map((l) => l.trim()).filter((l) => re.test(l)).at(-1);
+}
+
+/** The last line matching the first of `res` that matches any line. */
+function firstLastMatching(lines: string[], res: RegExp[]): string | undefined {
+  for (const re of res) {
+    const line = lastMatching(lines, re);
+    if (line !== undefined) return line;
+  }
+  return undefined;
 }
 
 function lastError(lines: string[]): string | undefined {

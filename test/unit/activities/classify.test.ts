@@ -23,6 +23,88 @@ describe('classifyExit: hang', () => {
   });
 });
 
+describe('classifyExit: hang from NCCL / watchdog timeouts in the log', () => {
+  const WATCHDOG =
+    '[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE, NumelIn=466119168, NumelOut=466119168, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.';
+  // What torch 2.4+ prints on every rank when an all-reduce never completes, then the process aborts (SIGABRT).
+  const WATCHDOG_TAIL = [
+    ' iteration      120/    1000 | consumed samples:        15360 | lm loss: 2.912E+00 |',
+    `[rank1]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] ${WATCHDOG}`,
+    '[rank1]:[E321 02:07:08.465150152 ProcessGroupNCCL.cpp:1664] [PG 1 Rank 1] Exception (either an error or timeout) detected by watchdog at work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.',
+    '[rank1]:[E321 02:07:08.465234069 ProcessGroupNCCL.cpp:1709] [PG 1 Rank 1] Timeout at NCCL work: 1580, last enqueued NCCL work: 1582, last completed NCCL work: 1579.',
+    '[rank1]:[E321 02:07:08.465241154 ProcessGroupNCCL.cpp:621] [Rank 1] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.',
+    '[rank1]:[E321 02:07:08.465246900 ProcessGroupNCCL.cpp:627] [Rank 1] To avoid data inconsistency, we are taking the entire process down.',
+    "terminate called after throwing an instance of 'c10::DistBackendError'",
+    `  what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: ${WATCHDOG}`,
+    'Exception raised from checkTimeout at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:609 (most recent call first):',
+    'E0321 02:07:09.120000 80700 torch/distributed/elastic/multiprocessing/api.py:869] failed (exitcode: -6) local_rank: 1 (pid: 80747) of binary: /usr/bin/python',
+    'torch.distributed.elastic.multiprocessing.errors.ChildFailedError:',
+  ];
+
+  it('the watchdog timeout of a collective is a hang, reported by its most telling line', () => {
+    const r = classifyExit(facts({ exitCode: 1, tail: WATCHDOG_TAIL }));
+    expect(r.cls).toBe('hang');
+    expect(r.reason).toBe(`what():  [PG 1 Rank 1] Process group watchdog thread terminated with exception: ${WATCHDOG}`.slice(0, 300));
+  });
+
+  it('also when the trainer itself died of the SIGABRT (no torchrun in between)', () => {
+    expect(classifyExit(facts({ exitCode: null, signal: 'SIGABRT', tail: WATCHDOG_TAIL.slice(0, 8) })).cls).toBe('hang');
+  });
+
+  it.each([
+    ['older torch (E ProcessGroupNCCL)', '[E ProcessGroupNCCL.cpp:737] [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=469508, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1802212 milliseconds before timing out.'],
+    ['reduce-scatter', '[rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7753, OpType=_REDUCE_SCATTER_BASE, NumelIn=544997376, NumelOut=68124672, Timeout(ms)=600000) ran for 600061 milliseconds before timing out.'],
+    ['blocking wait', 'torch.distributed.DistBackendError: [Rank 0] Work WorkNCCL(SeqNum=12, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) timed out in blocking wait (TORCH_NCCL_BLOCKING_WAIT=1).'],
+    ['communicator aborted', 'RuntimeError: NCCL communicator was aborted on rank 3. Original reason for failure was: [Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=96120, OpType=ALLREDUCE, Timeout(ms)=1800000) ran for 1800340 milliseconds before timing out.'],
+    ['communicator aborted (reason elsewhere)', '[rank2]: RuntimeError: NCCL communicator was aborted on rank 2.'],
+    ['some NCCL operations timed out', '[rank4]:[E1016 03:31:38.929241154 ProcessGroupNCCL.cpp:621] [Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.'],
+    ['heartbeat monitor', '[rank0]:[F1016 03:41:38.000000000 ProcessGroupNCCL.cpp:1306] [PG 0 (default_pg) Rank 0] Heartbeat monitor timed out! Process will be terminated after dumping debug info. workMetaList_.size()=1'],
+    ['watchdog stuck', "[rank0]:[E1016 03:41:38.000000000 ProcessGroupNCCL.cpp:1251] [PG 0 Rank 0] ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in monitoring enqueued collectives."],
+    ['gloo', '[rank2]: RuntimeError: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 1800000ms for recv operation to complete'],
+    ['store: a peer never joined', 'torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients. 1/3 clients joined.'],
+    ['store barrier', 'RuntimeError: Timed out initializing process group in store based barrier on rank 1, for key: store_based_barrier_key:1 (world_size=8, num_workers_joined=7, timeout=0:30:00)'],
+    ['store socket', 'torch.distributed.DistNetworkError: The client socket has timed out after 300000ms while trying to connect to (10.0.0.1, 29500).'],
+    ['torchrun rendezvous', 'torch.distributed.elastic.rendezvous.api.RendezvousTimeoutError'],
+  ])('%s', (_name, line) => {
+    const r = classifyExit(facts({ exitCode: 1, tail: ['Traceback (most recent call last):', '  File "pretrain_gpt.py", line 10, in <module>', `  ${line}  `, '[rank0]: exiting'] }));
+    expect(r).toEqual({ cls: 'hang', reason: line.slice(0, 300) });
+  });
+
+  it('an abort after an NCCL error (a peer died, a link broke) is a crash, not a hang', () => {
+    const tail = [
+      '[rank0]:[E1016 03:31:38.929241154 ProcessGroupNCCL.cpp:1595] [PG 0 Rank 0] Process group watchdog thread terminated with exception: NCCL error: remote process exited or there was a network error, NCCL version 2.21.5',
+      '[rank0]:[E1016 03:31:38.929241154 ProcessGroupNCCL.cpp:621] [Rank 0] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.',
+      'RuntimeError: NCCL communicator was aborted on rank 0.',
+    ];
+    expect(classifyExit(facts({ exitCode: 1, tail })).cls).toBe('crash');
+  });
+
+  it('an OOM on one rank stays oom when its peers then time out', () => {
+    const tail = ['[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.', ...WATCHDOG_TAIL];
+    expect(classifyExit(facts({ exitCode: 1, tail })).cls).toBe('oom');
+  });
+
+  it('a missing file on one rank stays config when its peers then time out', () => {
+    const tail = ["[rank0]: FileNotFoundError: [Errno 2] No such file or directory: '/data/cpt_text_document.idx'", ...WATCHDOG_TAIL];
+    expect(classifyExit(facts({ exitCode: 1, tail })).cls).toBe('config');
+  });
+
+  it("a save after SIGTERM stays preempted; an outside kill stays preempted", () => {
+    expect(classifyExit(facts({ exitCode: 0, sawSigtermExit: true, tail: [...WATCHDOG_TAIL, '[exiting program after receiving SIGTERM.]'] })).cls).toBe('preempted');
+    expect(classifyExit(facts({ exitCode: null, signal: 'SIGTERM', tail: WATCHDOG_TAIL })).cls).toBe('preempted');
+  });
+
+  it('a stall kill keeps its own reason', () => {
+    expect(classifyExit(facts({ stoppedBy: 'stall', exitCode: null, signal: 'SIGKILL', tail: WATCHDOG_TAIL })).reason).toMatch(/stall timeout/);
+  });
+
+  it('timeouts that are not distributed ones stay crashes', () => {
+    for (const line of ['TimeoutError: [Errno 110] Connection timed out', 'requests.exceptions.ReadTimeout: HTTPSConnectionPool(host=huggingface.co): Read timed out.']) {
+      expect(classifyExit(facts({ exitCode: 1, tail: [line] })).cls).toBe('crash');
+    }
+  });
+});
+
 describe('classifyExit: preempted', () => {
   it('worker shutdown is preemption, even when the trainer then exits non-zero', () => {
     const r = classifyExit(facts({ stoppedBy: 'shutdown', exitCode: 1, tail: ['RuntimeError: boom'] }));
