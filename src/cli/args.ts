@@ -1,7 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { UsageError } from './errors.js';
 
-type Options = NonNullable<ParseArgsConfig['options']>;
+/** A verb's options, as `util.parseArgs` takes them; each verb exports its own as `OPTIONS` (the main help lists them). */
+export type Options = NonNullable<ParseArgsConfig['options']>;
 
 /**
  * `util.parseArgs` in strict mode, with its exceptions turned into one-line usage errors (exit 2).

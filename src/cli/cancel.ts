@@ -1,14 +1,15 @@
 /** `infir2 cancel <run>`: cancel the run; its steps' supervisors stop every training process. */
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun } from '../temporal/runs.js';
 
-const USAGE = 'infir2 cancel <run> [--no-wait]';
+export const USAGE = 'infir2 cancel <run> [--no-wait]';
+export const OPTIONS = { 'no-wait': { type: 'boolean' } } satisfies Options;
 /** The supervisors SIGTERM the trainers (which save), then SIGKILL after their grace. */
 const WAIT_MS = 120_000;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('cancel', argv, { 'no-wait': { type: 'boolean' } }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('cancel', argv, OPTIONS, USAGE);
   const [ref] = positionals('cancel', pos, ['run'], USAGE);
   const { client, connection } = await connectClient();
   try {

@@ -1,12 +1,13 @@
 /** `infir2 down`: stop what `infir2 up` started (the worker first, so that trainers checkpoint and stop). */
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { clearEmbedded, readEmbedded } from './embedded.js';
 import { groupAlive, terminateGroup } from '../activities/process-group.js';
 
-const USAGE = 'infir2 down';
+export const USAGE = 'infir2 down';
+export const OPTIONS = {} satisfies Options;
 
 export async function run(argv: string[]): Promise<number> {
-  const { positionals: pos } = parseVerbArgs('down', argv, {}, USAGE);
+  const { positionals: pos } = parseVerbArgs('down', argv, OPTIONS, USAGE);
   positionals('down', pos, [], USAGE);
   const s = readEmbedded();
   if (!s) {

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from './errors.js';
 import { loadCompiled } from './recipe-input.js';
 import { startedPlan } from './resume.js';
@@ -14,18 +14,19 @@ import { inspectCheckpointDir } from '../activities/checkpoints.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun } from '../temporal/runs.js';
 
-const USAGE = 'infir2 fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set key=value]... [--detach]';
+export const USAGE = 'infir2 fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set key=value]... [--detach]';
+export const OPTIONS = {
+  stage: { type: 'string' },
+  'from-iteration': { type: 'string' },
+  'run-id': { type: 'string' },
+  set: { type: 'string', multiple: true },
+  detach: { type: 'boolean' },
+} satisfies Options;
 /** The only stage a fork can start at today: the decay of the CPT lineage. */
 const FORKABLE = 'cpt.decay';
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('fork', argv, {
-    stage: { type: 'string' },
-    'from-iteration': { type: 'string' },
-    'run-id': { type: 'string' },
-    set: { type: 'string', multiple: true },
-    detach: { type: 'boolean' },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('fork', argv, OPTIONS, USAGE);
   const [ref] = positionals('fork', pos, ['run'], USAGE);
   if (values.stage !== FORKABLE) throw new UsageError([`fork: --stage must be ${FORKABLE} (got ${values.stage ?? 'nothing'})`, `usage: ${USAGE}`]);
   const iteration = Number(values['from-iteration']);

@@ -1,10 +1,15 @@
 /** `infir2 list [--json] [--recipe NAME]`: runs, newest first, with their status and the stages running now. */
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { table } from './status-view.js';
 import { SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 
-const USAGE = 'infir2 list [--json] [--recipe NAME] [--limit N]';
+export const USAGE = 'infir2 list [--json] [--recipe NAME] [--limit N]';
+export const OPTIONS = {
+  json: { type: 'boolean' },
+  recipe: { type: 'string' },
+  limit: { type: 'string', default: '50' },
+} satisfies Options;
 
 export interface RunListing {
   workflowId: string;
@@ -18,11 +23,7 @@ export interface RunListing {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('list', argv, {
-    json: { type: 'boolean' },
-    recipe: { type: 'string' },
-    limit: { type: 'string', default: '50' },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('list', argv, OPTIONS, USAGE);
   positionals('list', pos, [], USAGE);
   const limit = Math.max(1, Number(values.limit) || 50);
   const { client, connection } = await connectClient();

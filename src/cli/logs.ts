@@ -4,13 +4,14 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from './errors.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun } from '../temporal/runs.js';
 import { statusQuery } from '../workflows/definitions.js';
 
-const USAGE = 'infir2 logs <run> [--stage ID] [--follow]';
+export const USAGE = 'infir2 logs <run> [--stage ID] [-f|--follow]';
+export const OPTIONS = { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } } satisfies Options;
 const POLL_MS = 500;
 
 /** Print what was appended to `file` since `offset`; returns the new offset. */
@@ -30,7 +31,7 @@ function pump(file: string, offset: number): number {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('logs', argv, { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('logs', argv, OPTIONS, USAGE);
   const [ref] = positionals('logs', pos, ['run'], USAGE);
   const { client, connection } = await connectClient();
   try {

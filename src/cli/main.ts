@@ -6,23 +6,82 @@ import { EXIT, RunFailedError, UnreachableError, UsageError } from './errors.js'
 
 type VerbModule = { run: (argv: string[]) => Promise<number | void> };
 
-const verbs: Record<string, { load: () => Promise<VerbModule>; help: string }> = {
-  validate: { load: () => import('./validate.js'), help: 'validate <recipe> [--set k=v]     check a recipe; exit 2 with one line per problem' },
-  plan: { load: () => import('./plan.js'), help: 'plan <recipe> [--json] [--set k=v] print the compiled plan' },
-  up: { load: () => import('./up.js'), help: 'up                                start the embedded Temporal server, Web UI and a local worker' },
-  down: { load: () => import('./down.js'), help: 'down                              stop what `up` started' },
-  run: { load: () => import('./run.js'), help: 'run <recipe> [--detach] [--run-id ID] [--set k=v]  start a run' },
-  status: { load: () => import('./status.js'), help: 'status <run> [--json]             per-stage status of a run' },
-  resume: { load: () => import('./resume.js'), help: 'resume <run> [--from STEP] [--dry-run]  continue a failed or cancelled run' },
-  fork: { load: () => import('./fork.js'), help: 'fork <run> --stage cpt.decay --from-iteration N  a new run decaying from stable checkpoint N' },
-  list: { load: () => import('./list.js'), help: 'list [--json] [--recipe NAME]     runs, newest first' },
-  logs: { load: () => import('./logs.js'), help: 'logs <run> [--stage ID] [--follow]  the steps\' process output' },
-  cancel: { load: () => import('./cancel.js'), help: 'cancel <run>                      cancel a run; no training process is left behind' },
-  worker: { load: () => import('./worker.js'), help: 'worker --pool NAME [--slots N] [--gpus LIST]  serve a pool' },
+/**
+ * Each verb's synopsis (its USAGE without `infir2 `: every flag its OPTIONS accept) and what it does. Written out
+ * here rather than imported, so that `--help` loads no verb; test/unit/cli/help.test.ts keeps them in step.
+ */
+const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; help: string }> = {
+  validate: {
+    load: () => import('./validate.js'),
+    usage: 'validate <recipe> [--set key=value]...',
+    help: 'check a recipe; exit 2 with one line per problem',
+  },
+  plan: {
+    load: () => import('./plan.js'),
+    usage: 'plan <recipe> [--json] [--set key=value]... [--run-id ID]',
+    help: 'print the compiled plan (a stage table; --json: the whole Plan)',
+  },
+  up: {
+    load: () => import('./up.js'),
+    usage: 'up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]',
+    help: 'start the embedded Temporal server (7233), Web UI (port+1000) and a local worker (pool local)',
+  },
+  down: { load: () => import('./down.js'), usage: 'down', help: 'stop what `up` started' },
+  run: {
+    load: () => import('./run.js'),
+    usage: 'run <recipe> [--detach] [--run-id ID] [--set key=value]...',
+    help: 'start a run and follow it to its end (--detach: print its id and return)',
+  },
+  status: { load: () => import('./status.js'), usage: 'status <run> [--json]', help: 'per-stage status of a run' },
+  resume: {
+    load: () => import('./resume.js'),
+    usage: 'resume <run> [--from STEP] [--dry-run] [--detach]',
+    help: 'continue a failed or cancelled run (--from: rerun STEP onward; --dry-run: change nothing)',
+  },
+  fork: {
+    load: () => import('./fork.js'),
+    usage: 'fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set key=value]... [--detach]',
+    help: 'a new run whose decay starts from stable checkpoint N of <run>',
+  },
+  list: { load: () => import('./list.js'), usage: 'list [--json] [--recipe NAME] [--limit N]', help: 'runs, newest first (at most 50 unless --limit)' },
+  logs: { load: () => import('./logs.js'), usage: 'logs <run> [--stage ID] [-f|--follow]', help: "the steps' process output (-f: until the run ends)" },
+  cancel: {
+    load: () => import('./cancel.js'),
+    usage: 'cancel <run> [--no-wait]',
+    help: 'cancel a run; waits (up to 2 min) until no training process of it is left, unless --no-wait',
+  },
+  worker: {
+    load: () => import('./worker.js'),
+    usage: 'worker --pool NAME [--pool NAME]... [--task-queue Q]... [--slots N] [--gpus 0,1,...] [--no-workflows] [--kill-grace SECONDS]',
+    help: 'serve pools (and the orchestrator queue) until stopped',
+  },
 };
 
-function usage(): string {
-  return ['usage: infir2 <verb> [options]', '', 'verbs:', ...Object.values(verbs).map((v) => `  ${v.help}`)].join('\n');
+const WIDTH = 100;
+
+/** A synopsis wrapped at WIDTH, never inside a `[...]` group; continuation lines indented under its arguments. */
+function wrapSynopsis(usage: string, indent: string): string[] {
+  const [verb, ...words] = usage.match(/\[[^\]]*\](?:\.\.\.)?|\S+/g) ?? [usage];
+  const cont = ' '.repeat(indent.length + verb!.length + 1);
+  const lines = [`${indent}${verb}`];
+  for (const w of words) {
+    if (lines.at(-1)!.length + 1 + w.length > WIDTH && lines.at(-1)!.trim() !== verb) lines.push(`${cont}${w}`);
+    else lines[lines.length - 1] += ` ${w}`;
+  }
+  return lines;
+}
+
+export function usage(): string {
+  return [
+    'usage: infir2 <verb> [options]',
+    '',
+    'verbs:',
+    ...Object.values(verbs).flatMap((v) => [...wrapSynopsis(v.usage, '  '), `      ${v.help}`]),
+    '',
+    'exit codes: 0 done, 1 the run failed, 2 bad usage or an invalid recipe, 3 Temporal unreachable',
+    'environment: TEMPORAL_ADDRESS (default localhost:7233), INFIR2_DEBUG=1 (stack traces),',
+    '             INFIR2_HOME (where `up` keeps its state; default .infir2)',
+  ].join('\n');
 }
 
 export async function main(argv: string[]): Promise<number> {

@@ -6,7 +6,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from './errors.js';
 import { follow } from './follow.js';
@@ -19,7 +19,12 @@ import { connectClient } from '../temporal/connection.js';
 import { resolveRun, type RunRef } from '../temporal/runs.js';
 import { statusQuery } from '../workflows/definitions.js';
 
-const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
+export const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
+export const OPTIONS = {
+  from: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  detach: { type: 'boolean' },
+} satisfies Options;
 
 /** The Plan the run was started with: the first argument in its start event. */
 export async function startedPlan(ref: RunRef): Promise<Plan> {
@@ -35,11 +40,7 @@ export function renderDecisions(ds: ResumeDecision[]): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('resume', argv, {
-    from: { type: 'string' },
-    'dry-run': { type: 'boolean' },
-    detach: { type: 'boolean' },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('resume', argv, OPTIONS, USAGE);
   const [ref] = positionals('resume', pos, ['run'], USAGE);
   const { client, connection } = await connectClient();
   try {

@@ -5,7 +5,7 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from './errors.js';
 import { follow } from './follow.js';
@@ -15,7 +15,12 @@ import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constant
 import { connectClient } from '../temporal/connection.js';
 import { mdTable } from '../workflows/status-table.js';
 
-const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
+export const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
+export const OPTIONS = {
+  detach: { type: 'boolean' },
+  'run-id': { type: 'string' },
+  set: { type: 'string', multiple: true },
+} satisfies Options;
 const RUN_ID = /^(?=.{1,63}$)[a-z0-9]+(?:-[a-z0-9]+)*$/;
 
 export function planSummary(plan: Plan): string {
@@ -34,11 +39,7 @@ export function planDetails(plan: Plan): string {
 }
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('run', argv, {
-    detach: { type: 'boolean' },
-    'run-id': { type: 'string' },
-    set: { type: 'string', multiple: true },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('run', argv, OPTIONS, USAGE);
   const [recipeRef] = positionals('run', pos, ['recipe'], USAGE);
   const runId = checkRunId(values['run-id'] ?? defaultRunId());
   const compiled = await loadCompiled(recipeRef!, { sets: values.set ?? [], runId });

@@ -1,13 +1,14 @@
 /** `infir2 status <run> [--json]`: per-step status, iteration/total, loss, last complete checkpoint, attempts. */
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { renderStatusTable } from './status-view.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun, runStatus } from '../temporal/runs.js';
 
-const USAGE = 'infir2 status <run> [--json]';
+export const USAGE = 'infir2 status <run> [--json]';
+export const OPTIONS = { json: { type: 'boolean' } } satisfies Options;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('status', argv, { json: { type: 'boolean' } }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('status', argv, OPTIONS, USAGE);
   const [ref] = positionals('status', pos, ['run'], USAGE);
   const { client, connection } = await connectClient();
   try {

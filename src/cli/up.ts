@@ -4,23 +4,24 @@
  * already up is left alone.
  */
 import { join } from 'node:path';
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
 import { UsageError } from './errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
 import { groupAlive } from '../activities/process-group.js';
 import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
 
-const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';
+export const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';
+export const OPTIONS = {
+  port: { type: 'string' },
+  'ui-port': { type: 'string' },
+  pool: { type: 'string', multiple: true },
+  slots: { type: 'string' },
+  headless: { type: 'boolean' },
+} satisfies Options;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('up', argv, {
-    port: { type: 'string' },
-    'ui-port': { type: 'string' },
-    pool: { type: 'string', multiple: true },
-    slots: { type: 'string' },
-    headless: { type: 'boolean' },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('up', argv, OPTIONS, USAGE);
   positionals('up', pos, [], USAGE);
   const port = intFlag('port', values.port, 7233);
   const uiPort = intFlag('ui-port', values['ui-port'], port + 1000);

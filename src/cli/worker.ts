@@ -1,21 +1,22 @@
 /** `infir2 worker --pool NAME [--slots N] [--gpus LIST]`: serve pools (and the orchestrator queue). */
-import { parseVerbArgs, positionals } from './args.js';
+import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from './errors.js';
 import { intFlag } from './up.js';
 import { poolTaskQueue } from '../temporal/constants.js';
 import { runPoolWorker } from '../workers/pool-worker.js';
 
-const USAGE = 'infir2 worker --pool NAME [--pool NAME]... [--task-queue Q]... [--slots N] [--gpus 0,1,...] [--no-workflows] [--kill-grace SECONDS]';
+export const USAGE = 'infir2 worker --pool NAME [--pool NAME]... [--task-queue Q]... [--slots N] [--gpus 0,1,...] [--no-workflows] [--kill-grace SECONDS]';
+export const OPTIONS = {
+  pool: { type: 'string', multiple: true },
+  'task-queue': { type: 'string', multiple: true },
+  slots: { type: 'string' },
+  gpus: { type: 'string' },
+  'no-workflows': { type: 'boolean' },
+  'kill-grace': { type: 'string' },
+} satisfies Options;
 
 export async function run(argv: string[]): Promise<number> {
-  const { values, positionals: pos } = parseVerbArgs('worker', argv, {
-    pool: { type: 'string', multiple: true },
-    'task-queue': { type: 'string', multiple: true },
-    slots: { type: 'string' },
-    gpus: { type: 'string' },
-    'no-workflows': { type: 'boolean' },
-    'kill-grace': { type: 'string' },
-  }, USAGE);
+  const { values, positionals: pos } = parseVerbArgs('worker', argv, OPTIONS, USAGE);
   positionals('worker', pos, [], USAGE);
   const queues = [...(values.pool ?? []).map(poolTaskQueue), ...(values['task-queue'] ?? [])];
   if (!queues.length && values['no-workflows']) throw new UsageError(['worker: nothing to serve: give --pool NAME', `usage: ${USAGE}`]);
