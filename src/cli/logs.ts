@@ -7,8 +7,7 @@ import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from './errors.js';
 import { connectClient } from '../temporal/connection.js';
-import { resolveRun } from '../temporal/runs.js';
-import { statusQuery } from '../workflows/definitions.js';
+import { recordedStatus, resolveRun } from '../temporal/runs.js';
 
 export const USAGE = 'infir2 logs <run> [--stage ID] [-f|--follow]';
 export const OPTIONS = { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } } satisfies Options;
@@ -36,7 +35,7 @@ export async function run(argv: string[]): Promise<number> {
   const { client, connection } = await connectClient();
   try {
     const r = await resolveRun(client, ref!);
-    const st = await r.handle.query(statusQuery);
+    const st = await recordedStatus(r);
     const ids = st.steps.map((s) => s.id);
     if (values.stage && !ids.includes(values.stage)) {
       throw new UsageError(`--stage: no step '${values.stage}' in ${r.workflowId} (steps: ${ids.join(', ')})`);

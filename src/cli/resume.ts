@@ -14,10 +14,9 @@ import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
 import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../activities/resume-check.js';
 import type { Plan } from '../plan/types.js';
-import { ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
+import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
-import { resolveRun, type RunRef } from '../temporal/runs.js';
-import { statusQuery } from '../workflows/definitions.js';
+import { recordedStatus, resolveRun, type RunRef } from '../temporal/runs.js';
 
 export const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
 export const OPTIONS = {
@@ -60,7 +59,7 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
   if (o.from && !plan.steps.some((s) => s.id === o.from)) {
     throw new UsageError(`--from: no step '${o.from}' in ${ref.workflowId} (steps: ${plan.steps.map((s) => s.id).join(', ')})`);
   }
-  const status = await ref.handle.query(statusQuery);
+  const status = await recordedStatus(ref, desc);
   const decisions = decideResume(plan, status, { from: o.from });
   process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
   if (o.dryRun) return 0;
@@ -73,7 +72,7 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
     args: [plan, { keep: keptResults(status, decisions) }],
     staticSummary: `${planSummary(plan)} · resumed`,
     staticDetails: `${planDetails(plan)}\n\nresumed from execution \`${desc.runId}\`:\n\n${decisions.map((d) => `- ${d.stepId}: ${d.action}${d.iteration !== null && d.action === 'resume' ? ` from ${d.iteration}` : ''} (${d.reason})`).join('\n')}`,
-    memo: { resumedFrom: desc.runId },
+    memo: { [MEMO.resumedFrom]: desc.runId },
     typedSearchAttributes: [
       { key: SA.recipeName, value: plan.recipe },
       { key: SA.precision, value: plan.precision },

@@ -20,6 +20,12 @@ export function stepWorkflowId(runWorkflowIdValue: string, stepId: string): stri
   return `${runWorkflowIdValue}/${stepId}`;
 }
 
+/**
+ * Memo keys. A cancelled run writes its final status here: Temporal keeps no result for a cancelled workflow,
+ * and reading the memo (unlike a query) needs no worker to replay the run.
+ */
+export const MEMO = { finalStatus: 'finalStatus', resumedFrom: 'resumedFrom' } as const;
+
 /** Custom search attributes, registered by `infir2 up` (dev server) and docker-compose (cluster). */
 export const SA = {
   recipeName: defineSearchAttributeKey('RecipeName', SearchAttributeType.KEYWORD),

@@ -7,7 +7,7 @@ import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common'
 import { UsageError } from '../cli/errors.js';
 import type { Progress, RunStatus } from '../workflows/definitions.js';
 import { statusQuery } from '../workflows/definitions.js';
-import { stepWorkflowId } from './constants.js';
+import { MEMO, stepWorkflowId } from './constants.js';
 
 export interface RunRef {
   workflowId: string;
@@ -46,10 +46,16 @@ function decodeProgress(payloads: unknown): Progress | null {
 }
 
 /**
- * A completed or failed run's final status, from its recorded result (the workflow returns it, and attaches it
- * to its failure): no worker needs to replay the run to answer a query. null for other states.
+ * A closed run's final status, from what it recorded: a completed run returns it, a failed one attaches it to its
+ * failure, a cancelled one writes it to its memo. No worker needs to replay the run to answer a query. null for
+ * other states (running, terminated, or cancelled before the memo existed).
  */
-async function closedStatus(handle: WorkflowHandle, wfStatus: string): Promise<RunStatus | null> {
+async function closedStatus(handle: WorkflowHandle, desc: WorkflowExecutionDescription): Promise<RunStatus | null> {
+  const wfStatus = desc.status.name;
+  if (wfStatus === 'CANCELLED') {
+    const st = desc.memo?.[MEMO.finalStatus] as RunStatus | undefined;
+    return st && Array.isArray(st.steps) ? st : null;
+  }
   try {
     if (wfStatus === 'COMPLETED') return ((await handle.result()) as { status?: RunStatus }).status ?? null;
     if (wfStatus === 'FAILED') await handle.result();
@@ -61,18 +67,25 @@ async function closedStatus(handle: WorkflowHandle, wfStatus: string): Promise<R
   return null;
 }
 
+/**
+ * The run's status as the workflow keeps it: what a closed run recorded, else the answer to the status query
+ * (which, for a closed run, a worker answers by replaying it).
+ */
+export async function recordedStatus(ref: RunRef, desc: WorkflowExecutionDescription = ref.description): Promise<RunStatus> {
+  const closed = await closedStatus(ref.handle, desc);
+  if (closed) return closed;
+  try {
+    return await ref.handle.query(statusQuery);
+  } catch (err) {
+    const hint = desc.status.name === 'RUNNING' ? '' : ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
+    throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}${hint}`);
+  }
+}
+
 /** `fresh`: describe again (a follower polling); otherwise the description from resolving is used. */
 export async function runStatus(client: Client, ref: RunRef, fresh = true): Promise<RunStatus & { workflowStatus: string }> {
   const desc = fresh ? await ref.handle.describe() : ref.description;
-  let status: RunStatus | null = await closedStatus(ref.handle, desc.status.name);
-  if (!status) {
-    try {
-      status = await ref.handle.query(statusQuery);
-    } catch (err) {
-      const hint = desc.status.name === 'RUNNING' ? '' : ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
-      throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}${hint}`);
-    }
-  }
+  const status = await recordedStatus(ref, desc);
   // Live progress: the running steps' latest heartbeat details (the workflow sees checkpoints only).
   await Promise.all(
     status.steps

@@ -13,13 +13,15 @@ import {
   executeChild,
   isCancellation,
   ParentClosePolicy,
+  patched,
   setCurrentDetails,
   setHandler,
+  upsertMemo,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Plan, PlanStep } from '../plan/types.js';
-import { ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
+import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
 import { statusQuery, stepUpdateSignal, type RunStatus, type StepResult, type StepState } from './definitions.js';
 import { initialStepState, stageRun } from './stage-run.js';
 import { statusMarkdown } from './status-table.js';
@@ -164,6 +166,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     status.status = 'cancelled';
     status.message = 'cancelled';
     refresh();
+    // Histories of runs cancelled before this memo existed replay without it.
+    if (patched('cancelled-status-memo')) upsertMemo({ [MEMO.finalStatus]: status });
     // Thrown while cancellation was requested, a CancelledFailure closes the run as Canceled, not Failed.
     throw new CancelledFailure('run cancelled');
   }

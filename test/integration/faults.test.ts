@@ -254,12 +254,21 @@ describe('infrastructure faults', () => {
     expect(st.result?.resumedFrom).toBe(saved);
   });
 
-  it('reads the status of a finished run with no worker up (from its recorded result, not a query)', async () => {
+  it('reads the status of a finished, failed or cancelled run with no worker up (from what it recorded, not a query)', async () => {
     const runDir = tmpRunDir(env, 'noworker');
     const ok = await startPlan(env, fakePlan(runDir, 'noworker-ok', [fakeStep({ id: 'cpt.warmup', runDir, iters: 2 })]));
     await ok.result();
     const bad = await startPlan(env, fakePlan(runDir, 'noworker-bad', [fakeStep({ id: 'sft.stage1', runDir, iters: 2, faults: ['badarg'] })]));
     await bad.result().catch(() => undefined);
+    const goneDir = tmpRunDir(env, 'noworker-gone');
+    const gone = await startPlan(env, fakePlan(goneDir, 'noworker-gone', [
+      fakeStep({ id: 'cpt.warmup', runDir: goneDir, iters: 2 }),
+      fakeStep({ id: 'cpt.stable', runDir: goneDir, iters: 1000, sleep: 0.1, dependsOn: ['cpt.warmup'] }),
+      fakeStep({ id: 'sft.stage1', runDir: goneDir, iters: 2, dependsOn: ['cpt.stable'] }),
+    ]));
+    await waitFor('cpt.stable to train', () => journal(goneDir, 'cpt.stable').length >= 2);
+    await gone.cancel();
+    await gone.result().catch(() => undefined);
     const live = env.workers.filter((w) => w.exitCode === null && w.signalCode === null);
     await Promise.all(live.map((w) => env.stopWorker(w)));
     try {
@@ -270,6 +279,13 @@ describe('infrastructure faults', () => {
       const failed = await runStatus(env.client, await resolveRun(env.client, 'fake-noworker-bad'));
       expect(failed.status).toBe('failed');
       expect(failed.steps[0]).toMatchObject({ id: 'sft.stage1', status: 'failed', lastFailure: { class: 'config' } });
+      const cancelled = await runStatus(env.client, await resolveRun(env.client, 'fake-noworker-gone'));
+      expect(cancelled.status).toBe('cancelled');
+      expect(cancelled.steps.map((st) => [st.id, st.status])).toEqual([
+        ['cpt.warmup', 'completed'],
+        ['cpt.stable', 'cancelled'],
+        ['sft.stage1', 'skipped'],
+      ]);
       expect(Date.now() - t0).toBeLessThan(5_000);
     } finally {
       await env.startWorker();

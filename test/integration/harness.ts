@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -49,8 +49,20 @@ export interface EnvOptions {
   ui?: boolean;
 }
 
+/** Newest modification time of the files under `dir`. */
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) newest = Math.max(newest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  }
+  return newest;
+}
+
 export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env> {
-  if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js'))) throw new Error('build first: npm run build');
+  // The workers run the compiled CLI: a dist/ older than src/ would test yesterday's code.
+  const built = join(ROOT, 'dist', 'workflow-bundle.js');
+  if (!existsSync(built)) throw new Error('build first: make build');
+  if (newestMtime(join(ROOT, 'src')) > statSync(built).mtimeMs) throw new Error('dist/ is older than src/: run make build');
   const dir = mkdtempSync(join(tmpdir(), `infir2-${name}-`));
   const port = await freePort();
   const stateDir = join(dir, 'state');

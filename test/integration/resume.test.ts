@@ -1,7 +1,8 @@
 /**
  * `infir2 resume`, `status --json`, `list --json` and `logs` through the built CLI against a real dev server:
  * a run that fails in sft.stage2 after its retries is resumed without rerunning anything before it, the
- * dry run says what then happens, and deleted outputs are rerun, never trusted.
+ * dry run says what then happens, and deleted outputs are rerun, never trusted. A cancelled run is resumed the
+ * same way, and is read (status, logs, the dry run) with no worker up.
  */
 import { execFile } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -118,5 +119,55 @@ describe('infir2 resume', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('is still running');
     await h.cancel();
+  });
+
+  it('resumes a cancelled run where it stopped; status, logs and the dry run need no worker', async () => {
+    const runDir = tmpRunDir(env, 'resume-d');
+    const plan = fakePlan(runDir, 'resume-d', [
+      fakeStep({ id: 'cpt.warmup', runDir, iters: 4 }),
+      fakeStep({ id: 'cpt.stable', runDir, iters: 60, saveInterval: 5, sleep: 0.1, dependsOn: ['cpt.warmup'] }),
+      fakeStep({ id: 'sft.stage1', runDir, iters: 2, dependsOn: ['cpt.stable'] }),
+    ]);
+    const { workflowId } = await startPlan(env, plan);
+    await waitFor('cpt.stable past iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
+    const c = await cli(['cancel', workflowId]);
+    expect(c.code).toBe(0);
+    expect(c.stdout).toContain(`${workflowId}: cancelled; no training process of it is left`);
+
+    const live = env.workers.filter((w) => w.exitCode === null && w.signalCode === null);
+    await Promise.all(live.map((w) => env.stopWorker(w)));
+    let resumeAt: number;
+    try {
+      const st = await cli(['status', workflowId, '--json']);
+      expect(st.stderr).toBe('');
+      const status = JSON.parse(st.stdout) as { status: string; steps: { id: string; status: string }[] };
+      expect(status.status).toBe('cancelled');
+      expect(status.steps.map((s) => s.status)).toEqual(['completed', 'cancelled', 'skipped']);
+      const logs = await cli(['logs', workflowId, '--stage', 'cpt.stable']);
+      expect(logs.code).toBe(0);
+      expect(logs.stdout).toMatch(/iteration\s+12\//);
+      const dry = await cli(['resume', workflowId, '--dry-run']);
+      expect(dry.stderr).toBe('');
+      const said = decisions(dry.stdout);
+      expect(said['cpt.warmup']).toBe('keep');
+      expect(said['sft.stage1']).toBe('rerun');
+      // The trainer saved on the cancel's SIGTERM (or at its last interval): never earlier than iteration 10.
+      resumeAt = Number(/^resume from (\d+)$/.exec(said['cpt.stable'] ?? '')?.[1]);
+      expect(resumeAt).toBeGreaterThanOrEqual(10);
+    } finally {
+      await env.startWorker();
+    }
+
+    const stablePids = new Set(journal(runDir, 'cpt.stable').map((e) => e.pid));
+    const warmupRuns = journal(runDir, 'cpt.warmup').length;
+    const r = await cli(['resume', workflowId]);
+    expect(r.code).toBe(0);
+    expect(journal(runDir, 'cpt.warmup').length).toBe(warmupRuns);
+    const fresh = journal(runDir, 'cpt.stable').filter((e) => !stablePids.has(e.pid));
+    expect(fresh[0]?.iteration).toBe(resumeAt + 1);
+    expect(fresh.at(-1)?.iteration).toBe(60);
+    const after = JSON.parse((await cli(['status', workflowId, '--json'])).stdout) as { status: string; steps: { status: string }[] };
+    expect(after.status).toBe('completed');
+    expect(after.steps.map((s) => s.status)).toEqual(['kept', 'completed', 'completed']);
   });
 });
