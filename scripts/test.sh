@@ -10,6 +10,8 @@ echo "== trainer tests (pytest) =="
 if [ -d trainer/tests ]; then
   "$INFIR2_PYTHON" -m pytest -q trainer/tests || status=1
 fi
+echo "== type check (src, tests, scripts, bench) =="
+npx --no-install tsc -p tsconfig.check.json || status=1
 echo "== TypeScript tests (vitest) =="
 npx --no-install vitest run || status=1
 exit $status

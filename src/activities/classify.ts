@@ -13,6 +13,8 @@ export interface ExitFacts {
   sawSigtermExit: boolean;
   /** Last lines of output, oldest first. */
   tail: string[];
+  /** Kills by the kernel's OOM killer counted during the attempt, and where (see oom-kills.ts). */
+  oomKills?: { count: number; file: string };
 }
 
 const OOM = /CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|Cannot allocate memory|MemoryError\b|out of memory/i;
@@ -69,6 +71,8 @@ const ABORTED = [
   // `[Rank 4] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, ...`
   /\bSome NCCL operations have failed or timed out\b/,
 ];
+// torchrun: `Signal 9 (SIGKILL) received by PID 4242`; srun: `error: ... task 3: Killed`; a shell: `Killed`.
+const KILLED = /\bSignal 9 \(SIGKILL\)|\bSIGKILL\b|(?:^|: |\d+ )Killed\b/;
 const NCCL_ERROR = /\bNCCL error\b|\bnccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage)Error\b|remote process exited/i;
 
 export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string } {
@@ -77,6 +81,11 @@ export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string 
   if (f.stoppedBy === 'timeout') return { cls: 'hang', reason: 'the attempt exceeded its time limit; the process was killed' };
   if (f.stoppedBy === 'shutdown') return { cls: 'preempted', reason: 'the worker shut down; the trainer was stopped to checkpoint' };
   if (OOM.test(text)) return { cls: 'oom', reason: lastMatching(f.tail, OOM) ?? 'out of memory' };
+  // The OOM killer's SIGKILL reaches the trainer itself, or a rank under torchrun/srun, which then reports it.
+  const killed = f.signal === 'SIGKILL' || f.exitCode === 137 || f.tail.some((l) => KILLED.test(l));
+  if (killed && f.oomKills && f.oomKills.count > 0) {
+    return { cls: 'oom', reason: `killed by the kernel's OOM killer (${f.oomKills.count} OOM kill${f.oomKills.count > 1 ? 's' : ''} in ${f.oomKills.file} during the attempt)` };
+  }
   if (f.signal === 'SIGKILL' || f.signal === 'SIGTERM' || f.signal === 'SIGINT' || f.signal === 'SIGHUP') {
     return { cls: 'preempted', reason: `killed by ${f.signal} from outside the supervisor` };
   }

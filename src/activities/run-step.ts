@@ -20,6 +20,7 @@ import type { PlanStep } from '../plan/types.js';
 import { progressSignal, type Progress, type StepResult } from '../workflows/definitions.js';
 import { inspectCheckpointDir, quarantinePartials, type CheckpointInspection } from './checkpoints.js';
 import { classifyExit } from './classify.js';
+import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
 import { type AcquireOptions, DirLock, LockBusyError, type StopCommand } from './lock.js';
 import { fingerprintOutputs } from './outputs.js';
@@ -220,7 +221,8 @@ export function createRunStep(opts: SupervisorOptions) {
       }
       lock.setTrainer(pgid, stopCommand(step, ids));
       progress.pid = pgid;
-      return await supervise(child, pgid, { step, input, ids, progress, log, note, lock, opts, started, ctx });
+      const oomKills = watchOomKills(pgid);
+      return await supervise(child, pgid, { step, input, ids, progress, log, note, lock, opts, started, ctx, oomKills });
     } finally {
       opts.gpus.release(gpuIds);
       lock?.release();
@@ -297,6 +299,8 @@ interface SuperviseCtx {
   opts: SupervisorOptions;
   started: number;
   ctx: Context;
+  /** Kernel OOM kills since the trainer started (null where the kernel exposes no counter). */
+  oomKills: OomWatch | null;
 }
 
 async function supervise(child: ReturnType<typeof execa>, pgid: number, s: SuperviseCtx): Promise<StepResult> {
@@ -390,7 +394,8 @@ async function supervise(child: ReturnType<typeof execa>, pgid: number, s: Super
 
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (succeeded) return finish(step, s.input, progress, s.started);
-  const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail });
+  const oomKills = s.oomKills?.() ?? undefined;
+  const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills });
   note(`attempt ${s.input.attempt} failed: ${cls}: ${reason}`);
   throw failure(step, cls, reason, progress);
 }

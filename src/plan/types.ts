@@ -30,7 +30,7 @@ export type Launcher = 'local' | 'torchrun' | 'slurm' | 'ray';
  * Why an attempt failed. Each class has its own retry budget; `config` is never retried.
  * - crash: non-zero exit that is none of the others
  * - hang: the process was alive but made no progress for the stall timeout
- * - oom: CUDA/host out-of-memory (message in the output, or killed by the OOM killer)
+ * - oom: CUDA/host out-of-memory (a message in the output, or a SIGKILL while the kernel counted an OOM kill)
  * - preempted: SIGTERM/SIGKILL from outside, node or worker lost, heartbeat timeout of a dead worker
  * - config: the command cannot work as given (bad argument, missing input, traceback on argument parsing)
  */

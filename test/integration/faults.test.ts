@@ -11,7 +11,7 @@ import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
 import { resolveRun, runStatus } from '../../src/temporal/runs.js';
 import type { RunStatus } from '../../src/workflows/definitions.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
-import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { fakePlan, fakeStep, journal, memoryCgroup, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 let env: Env;
 
@@ -101,6 +101,44 @@ describe('a durable recipe run', () => {
     const ckpts = readdirSync(join(runDir, 'cpt.decay', 'checkpoints'));
     expect(ckpts.some((n) => n.startsWith('iter_0000006.partial-'))).toBe(true);
     expect(ckpts).toContain('iter_0000009');
+  });
+
+  it('resumes a trainer SIGKILLed from outside (an operator, a scheduler) as preempted, from its last complete checkpoint', async () => {
+    const runDir = tmpRunDir(env, 'killed');
+    const plan = fakePlan(runDir, 'killed', [fakeStep({ id: 'sft.stage1', runDir, iters: 20, saveInterval: 5, sleep: 0.1 })]);
+    const h = await startPlan(env, plan);
+    await waitFor('iteration 8', () => journal(runDir, 'sft.stage1').some((e) => e.iteration >= 8));
+    const victim = journal(runDir, 'sft.stage1')[0]!.pid;
+    process.kill(victim, 'SIGKILL');
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.attempts).toBe(2);
+    expect(st.failures.preempted).toBe(1);
+    expect(st.result?.resumedFrom).toBe(5);
+    expect(recomputed(runDir, 'sft.stage1', 5)).toEqual([]);
+    expect(journal(runDir, 'sft.stage1').filter((e) => e.pid !== victim)[0]?.iteration).toBe(6);
+    expect(processesMentioning(runDir)).toEqual([]);
+  });
+
+  it('classifies a trainer taken by the kernel OOM killer (silent SIGKILL) as oom, and resumes it', async (ctx) => {
+    const cgroup = memoryCgroup(128 << 20);
+    if (!cgroup) return ctx.skip(); // not root, or no cgroup v1 memory controller to limit
+    const runDir = tmpRunDir(env, 'oomkill');
+    const plan = fakePlan(runDir, 'oomkill', [
+      fakeStep({ id: 'sft.stage2', runDir, iters: 9, saveInterval: 3, faults: ['oomkill@5'], env: { FAKE_OOM_CGROUP: cgroup.dir } }),
+    ]);
+    try {
+      const res = (await startPlan(env, plan).then((h) => h.result())) as { status: RunStatus };
+      const st = res.status.steps[0]!;
+      expect(st.status).toBe('completed');
+      expect(st.failures.oom).toBe(1);
+      expect(st.result?.resumedFrom).toBe(3);
+      expect(readFileSync(join(runDir, 'logs', 'sft.stage2.log'), 'utf8')).toMatch(/attempt 1 failed: oom: killed by the kernel's OOM killer \(1 OOM kill in \S+ during the attempt\)/);
+    } finally {
+      await waitFor('the cgroup to empty', () => readFileSync(join(cgroup.dir, 'cgroup.procs'), 'utf8').trim() === '');
+      cgroup.remove();
+    }
   });
 
   it('fails a bad configuration at once, naming the step and the cause', async () => {

@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -139,6 +139,8 @@ export interface FakeStepOptions {
   extraArgs?: string[];
   /** The step's stop command (stands in for `ray job stop`). */
   onStop?: string[];
+  /** Environment of the trainer process. */
+  env?: Record<string, string>;
 }
 
 /** A plan step that runs the fake trainer, Megatron-style. */
@@ -170,7 +172,7 @@ export function fakeStep(o: FakeStepOptions): PlanStep {
   return {
     id: o.id, kind: 'cpt', backend: 'local', pool: POOL, nodes: 1, gpus: 0, dependsOn: o.dependsOn ?? [],
     inputs: {}, outputs: { checkpointDir: ckpt },
-    command: { argv, env: {}, cwd },
+    command: { argv, env: o.env ?? {}, cwd },
     resume: { argv: [...argv, '--ckpt-step', '{iteration}'] },
     ...(o.onStop ? { onStop: { argv: o.onStop } } : {}),
     progress: { format: 'megatron', totalIterations: iters },
@@ -224,4 +226,31 @@ export function processesMentioning(needle: string): number[] {
 
 export function tmpRunDir(env: Env, name: string): string {
   return join(env.dir, 'runs', name);
+}
+
+/**
+ * A cgroup v1 memory cgroup under this process's own, limited to `limitBytes` (no swap), for a real kernel
+ * OOM kill; null where this machine cannot make one (not root, cgroup v2, read-only /sys). `remove` deletes it
+ * once no process is left in it.
+ */
+export function memoryCgroup(limitBytes: number): { dir: string; remove(): void } | null {
+  const own = /^\d+:(?:[^:]*,)?memory(?:,[^:]*)?:(.*)$/m.exec(readFileSync('/proc/self/cgroup', 'utf8'))?.[1];
+  if (own === undefined) return null;
+  for (const base of [join('/sys/fs/cgroup/memory', own), '/sys/fs/cgroup/memory']) {
+    if (!existsSync(join(base, 'memory.limit_in_bytes'))) continue;
+    const dir = join(base, `infir2-oom-test-${process.pid}`);
+    try {
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'memory.limit_in_bytes'), String(limitBytes));
+      if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes));
+      return { dir, remove: () => rmdirSync(dir) };
+    } catch {
+      try {
+        rmdirSync(dir);
+      } catch {
+        /* never made */
+      }
+    }
+  }
+  return null;
 }

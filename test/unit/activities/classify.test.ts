@@ -149,6 +149,36 @@ describe('classifyExit: oom', () => {
   });
 });
 
+describe('classifyExit: the kernel OOM killer', () => {
+  const counted = { count: 1, file: '/sys/fs/cgroup/memory/job/memory.oom_control' };
+
+  it('a SIGKILL while the OOM killer fired is oom, and says where it was counted', () => {
+    const r = classifyExit(facts({ exitCode: null, signal: 'SIGKILL', oomKills: counted }));
+    expect(r).toEqual({ cls: 'oom', reason: "killed by the kernel's OOM killer (1 OOM kill in /sys/fs/cgroup/memory/job/memory.oom_control during the attempt)" });
+  });
+
+  it.each([
+    ['torchrun reporting a killed rank', { exitCode: 1, tail: ['torch.distributed.elastic.multiprocessing.api: failed (exitcode: -9) local_rank: 3 (pid: 4242)', 'Signal 9 (SIGKILL) received by PID 4242'] }],
+    ['a shell wrapper', { exitCode: 137, tail: ['train.sh: line 12:  4242 Killed                  python train.py'] }],
+    ['srun', { exitCode: 1, tail: ['srun: error: gpu-node-07: task 3: Killed'] }],
+  ])('%s, while the OOM killer fired, is oom', (_name, f) => {
+    expect(classifyExit(facts({ ...f, oomKills: { count: 2, file: '/proc/vmstat' } })).cls).toBe('oom');
+  });
+
+  it('a SIGKILL with no OOM kill counted stays preempted (an operator, a scheduler)', () => {
+    expect(classifyExit(facts({ exitCode: null, signal: 'SIGKILL', oomKills: { count: 0, file: '/proc/vmstat' } })).cls).toBe('preempted');
+    expect(classifyExit(facts({ exitCode: null, signal: 'SIGKILL' })).cls).toBe('preempted');
+  });
+
+  it('an OOM kill elsewhere does not turn an ordinary crash into oom', () => {
+    expect(classifyExit(facts({ exitCode: 1, tail: ['RuntimeError: boom'], oomKills: counted })).cls).toBe('crash');
+  });
+
+  it('our own stop is not the OOM killer', () => {
+    expect(classifyExit(facts({ stoppedBy: 'stall', exitCode: null, signal: 'SIGKILL', oomKills: counted })).cls).toBe('hang');
+  });
+});
+
 describe('classifyExit: config', () => {
   it.each([
     ['unrecognized arguments', 'pretrain_gpt.py: error: unrecognized arguments: --bogus-flag 3'],

@@ -32,6 +32,7 @@ function writeLock(info: Partial<LockInfo>, ageMs = 0): LockInfo {
     startTicks: null,
     owner: 'someone else',
     since: '2025-01-01T00:00:00.000Z',
+    token: 'another-acquisition',
     ...info,
   };
   writeFileSync(file, JSON.stringify(full));
