@@ -5,6 +5,8 @@
  *  1. stage hand-off gap: exit of one process → start of the next, median over a 10-step plan of instant steps
  *  2. whole-run overhead: a 3-step plan of ~10 s fake-trainer steps vs the same commands back to back in a shell
  *  3. recovery after a worker SIGKILL: kill → the resumed trainer's first iteration, with a 10 s heartbeat timeout
+ *  4. hang detection: the hung trainer's last iteration → the supervisor's kill, and → the resumed trainer's
+ *     first iteration, with a 5 s stall timeout
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
@@ -81,12 +83,30 @@ async function recovery(env: Env): Promise<void> {
   console.log(`recovery after worker SIGKILL: ${rec.toFixed(1)} s to the resumed trainer's first iteration (heartbeat timeout ${hb} s; target ≤ ${hb + 5} s)`);
 }
 
+async function hangDetection(env: Env): Promise<void> {
+  const runDir = join(env.dir, 'runs', 'hang');
+  const stall = 5;
+  const plan = fakePlan(runDir, 'hang', [fakeStep({ id: 'cpt.warmup', runDir, iters: 40, sleep: 0.1, saveInterval: 10, faults: ['hang@25'], stallTimeoutSec: stall })]);
+  const h = await startPlan(env, plan);
+  await waitFor('iteration 24', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 24));
+  const hungAt = Date.now();
+  const firstPid = journal(runDir, 'cpt.warmup')[0]!.pid;
+  const log = join(runDir, 'logs', 'cpt.warmup.log');
+  await waitFor('the stall kill', () => /stopping the process group \d+: stall/.test(readFileSync(log, 'utf8')), 60_000);
+  const killed = (Date.now() - hungAt) / 1000;
+  await waitFor('the resumed trainer', () => journal(runDir, 'cpt.warmup').some((e) => e.pid !== firstPid), 60_000);
+  const resumed = (Date.now() - hungAt) / 1000;
+  await h.result();
+  console.log(`hang detection: killed ${killed.toFixed(1)} s after the last iteration, resumed trainer's first iteration at ${resumed.toFixed(1)} s (stall timeout ${stall} s; target ≤ ${stall + 5} s to the kill)`);
+}
+
 const env = await setupEnv('bench');
 try {
   await env.startWorker();
   await handoffGap(env);
   await overhead(env);
   await recovery(env);
+  await hangDetection(env);
 } finally {
   await env.teardown();
 }

