@@ -10,7 +10,8 @@ setup:
 build:
 	@bash scripts/build.sh
 
-test: setup
+test:
+	@bash scripts/setup.sh --test
 	@bash scripts/test.sh
 
 demo: setup

