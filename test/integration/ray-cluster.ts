@@ -25,7 +25,11 @@ export async function startRayCluster(): Promise<RayCluster> {
   const p: number[] = [];
   for (let i = 0; i < 9; i++) p.push(await freePort());
   const dashboard = p[1]!;
-  const workerMin = 20000 + Math.floor(Math.random() * 20) * 1000;
+  // Ray's worker ports: a window below the kernel's ephemeral range (where the free ports above come from), off
+  // any of them; random, so that two test runs on one machine rarely share it.
+  let workerMin = 0;
+  do workerMin = 11000 + Math.floor(Math.random() * 20) * 1000;
+  while (p.some((x) => x >= workerMin && x < workerMin + 1000));
   const args = [
     'start', '--head', '--block', '--disable-usage-stats', '--num-cpus=4', '--num-gpus=0',
     `--temp-dir=${tempDir}`, '--node-ip-address=127.0.0.1',

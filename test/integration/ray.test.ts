@@ -3,7 +3,7 @@
  * resume command and `ray job stop`), run by a real worker against a single-node Ray, with a stand-in for
  * slime's train.py (test/fixtures/slime) as the job's entry point. What stand-in commands cannot show is shown
  * here: progress reaches the supervisor through `ray job submit`'s log tail, a failed job fails the client, a
- * resumed attempt gets a submission id Ray accepts, and a Ray job orphaned by a dead worker is stopped.
+ * resumed attempt gets a submission id Ray accepts, and the Ray job of a dead worker or a cancelled run is stopped.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -128,4 +128,17 @@ describe('the slime step on a real Ray cluster', () => {
     expect(entries.at(-1)?.iteration).toBe(99);
     expect(execFileSync('ps', ['-eo', 'args']).toString()).not.toContain(first!.submission_id);
   }, 300_000);
+
+  it('cancels a run: its Ray job is stopped too', async () => {
+    const { plan, runDir } = await rlPlan('ray-cancel', { rollouts: 200, saveInterval: 5, sleep: 0.25 });
+    const h = await startPlan(env, plan);
+    await waitFor('rollout 3', () => journal(runDir, 'rl.stage1').some((e) => e.iteration >= 3), 120_000);
+    const [job] = await rayJobsOf('ray-cancel');
+    await h.cancel();
+    await waitFor('the run to be cancelled', async () => (await h.describe()).status.name === 'CANCELLED', 60_000);
+    expect((await rayJob(job!.submission_id))?.status).toBe('STOPPED');
+    const written = journal(runDir, 'rl.stage1').length;
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(journal(runDir, 'rl.stage1').length).toBe(written);
+  }, 180_000);
 });
