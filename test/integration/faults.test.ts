@@ -11,7 +11,7 @@ import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
 import { resolveRun, runStatus } from '../../src/temporal/runs.js';
 import type { RunStatus } from '../../src/workflows/definitions.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
-import { fakePlan, fakeStep, journal, memoryCgroup, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { fakePlan, fakeStep, journal, memoryCgroup, onlyStepOf, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 let env: Env;
 
@@ -57,8 +57,7 @@ describe('a durable recipe run', () => {
     const onStop = ['sh', '-c', `echo "stop job-a{attempt}" >> ${stops}`];
     const plan = fakePlan(runDir, 'crash', [fakeStep({ id: 'cpt.stable', runDir, iters: 12, saveInterval: 4, faults: ['crash@7'], onStop })]);
     const h = await startPlan(env, plan);
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.attempts).toBe(2);
     expect(st.failures.crash).toBe(1);
@@ -81,8 +80,7 @@ describe('a durable recipe run', () => {
     await waitFor('the hung trainer to be killed', () => processesMentioning(runDir).every((p) => p !== hungPid), (stall + 10) * 1000);
     const detectedSec = (Date.now() - hungAt) / 1000;
     expect(detectedSec).toBeLessThanOrEqual(stall + 5);
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.failures.hang).toBe(1);
     expect(st.result?.resumedFrom).toBe(3);
@@ -93,8 +91,7 @@ describe('a durable recipe run', () => {
     const runDir = tmpRunDir(env, 'partial');
     const plan = fakePlan(runDir, 'partial', [fakeStep({ id: 'cpt.decay', runDir, iters: 9, saveInterval: 3, faults: ['partial@6'] })]);
     const h = await startPlan(env, plan);
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.failures.preempted).toBe(1); // killed by SIGKILL mid-save
     expect(st.result?.resumedFrom).toBe(3);
@@ -110,8 +107,7 @@ describe('a durable recipe run', () => {
     await waitFor('iteration 8', () => journal(runDir, 'sft.stage1').some((e) => e.iteration >= 8));
     const victim = journal(runDir, 'sft.stage1')[0]!.pid;
     process.kill(victim, 'SIGKILL');
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.attempts).toBe(2);
     expect(st.failures.preempted).toBe(1);
@@ -129,8 +125,7 @@ describe('a durable recipe run', () => {
       fakeStep({ id: 'sft.stage2', runDir, iters: 9, saveInterval: 3, faults: ['oomkill@5'], env: { FAKE_OOM_CGROUP: cgroup.dir } }),
     ]);
     try {
-      const res = (await startPlan(env, plan).then((h) => h.result())) as { status: RunStatus };
-      const st = res.status.steps[0]!;
+      const st = await onlyStepOf(await startPlan(env, plan));
       expect(st.status).toBe('completed');
       expect(st.failures.oom).toBe(1);
       expect(st.result?.resumedFrom).toBe(3);
@@ -186,7 +181,7 @@ describe('a durable recipe run', () => {
     utimesSync(lock, aged, aged);
     const t0 = Date.now();
     const h = await startPlan(env, fakePlan(runDir, 'foreignlock', [step]));
-    const st = ((await h.result()) as { status: RunStatus }).status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.attempts).toBe(1); // no retry budget spent on waiting
     expect(Date.now() - t0).toBeGreaterThanOrEqual(3_000);
@@ -239,8 +234,7 @@ describe('infrastructure faults', () => {
     process.kill(victim.pid!, 'SIGKILL');
     const killedAt = Date.now();
     await env.startWorker();
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.failures.preempted).toBe(1);
     // Two trainers never wrote together: once the second attempt's pid appears, the first never does again.
@@ -285,8 +279,7 @@ describe('infrastructure faults', () => {
     expect(saved).toBeGreaterThanOrEqual(12);
     expect(saved).toBeLessThan(50);
     await env.startWorker();
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.failures.preempted).toBe(1);
     expect(st.result?.resumedFrom).toBe(saved);

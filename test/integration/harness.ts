@@ -10,6 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Plan, PlanStep } from '../../src/plan/types.js';
+import type { RunStatus, StepState } from '../../src/workflows/definitions.js';
 import { groupAlive, terminateGroup } from '../../src/activities/process-group.js';
 import { poolTaskQueue, ORCHESTRATOR_TASK_QUEUE } from '../../src/temporal/constants.js';
 import { startDevServer, stopDevServer, type DevServerHandle } from '../../src/temporal/dev-server.js';
@@ -253,4 +254,10 @@ export function memoryCgroup(limitBytes: number): { dir: string; remove(): void 
     }
   }
   return null;
+}
+
+/** Wait for a one-step run to succeed; its step's final state. */
+export async function onlyStepOf(h: { result(): Promise<unknown> }): Promise<StepState> {
+  const res = (await h.result()) as { status: RunStatus };
+  return res.status.steps[0]!;
 }

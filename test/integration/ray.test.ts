@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../src/cli/recipe-input.js';
 import type { Plan, PlanStep } from '../../src/plan/types.js';
-import type { RunStatus } from '../../src/workflows/definitions.js';
-import { journal, POOL, PYTHON, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { journal, onlyStepOf, POOL, PYTHON, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 import { RAY_BIN, startRayCluster, type RayCluster } from './ray-cluster.js';
 
 const SLIME_STANDIN = join(ROOT, 'test', 'fixtures', 'slime');
@@ -84,8 +83,7 @@ describe('the slime step on a real Ray cluster', () => {
   it('runs, fails a crashed job, and resumes it as a new Ray job with --start-rollout-id', async () => {
     const { plan, runDir } = await rlPlan('ray-crash', { rollouts: 6, saveInterval: 2, faults: ['crash@3'] });
     const h = await startPlan(env, plan);
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.attempts).toBe(2);
     expect(st.failures.crash).toBe(1);
@@ -115,8 +113,7 @@ describe('the slime step on a real Ray cluster', () => {
     // The worker dies; its `ray job submit` client and the Ray job it submitted live on.
     process.kill(victim.pid!, 'SIGKILL');
     await env.startWorker(GPUS);
-    const res = (await h.result()) as { status: RunStatus };
-    const st = res.status.steps[0]!;
+    const st = await onlyStepOf(h);
     expect(st.status).toBe('completed');
     expect(st.attempts).toBe(2);
     expect((await rayJob(first!.submission_id))?.status).toBe('STOPPED');
