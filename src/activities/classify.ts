@@ -17,7 +17,9 @@ export interface ExitFacts {
   oomKills?: { count: number; file: string };
 }
 
-const OOM = /CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|Cannot allocate memory|MemoryError\b|out of memory/i;
+// Also what Slurm prints when its cgroup OOM-kills a rank on another node (`slurmstepd: error: Detected 1 oom_kill
+// event in StepId=…`, `srun: error: node: task 3: Out Of Memory`), which no counter on this node sees.
+const OOM = /CUDA out of memory|OutOfMemoryError|torch\.OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED|Cannot allocate memory|MemoryError\b|out of memory|\boom[_-]kill event|\bOOM Killed\b/i;
 // Errors that a retry cannot fix: the command line or the inputs are wrong.
 const CONFIG = [
   /error: unrecognized arguments/,

@@ -133,6 +133,9 @@ describe('classifyExit: oom', () => {
     ['host OOM (ENOMEM)', 'OSError: [Errno 12] Cannot allocate memory'],
     ['host OOM (Python)', 'MemoryError'],
     ['NCCL out of memory', 'torch.distributed.DistBackendError: NCCL error in: ../nccl.cpp:1, unhandled cuda error, NCCL version 2.21.5: out of memory'],
+    ['srun: a rank OOM-killed on another node', 'srun: error: gpu-node-07: task 3: Out Of Memory'],
+    ['slurmstepd: the cgroup OOM killer', 'slurmstepd: error: Detected 1 oom_kill event in StepId=4242.0. Some of the step tasks have been OOM Killed.'],
+    ['Ray: the memory monitor', 'ray.exceptions.OutOfMemoryError: Task was killed due to the node running low on memory.'],
   ])('%s', (_name, line) => {
     const r = classifyExit(facts({ exitCode: 1, tail: [...TRACEBACK, `  ${line}  `, '[rank0]: exiting'] }));
     expect(r).toEqual({ cls: 'oom', reason: line });
