@@ -30,6 +30,13 @@ export const FIXES: readonly Fix[] = [
     why: 'each phase is a durable step with its own completion, and "fork a decay from stable checkpoint N" becomes an operation (DESIGN §3)',
   },
   {
+    id: 'cpt-save-on-sigterm',
+    backends: ['megatron'],
+    original: 'no --exit-signal-handler: a SIGTERM kills the ranks without a save (docs §3.1: "None of these are used by the scripts")',
+    fix: '--exit-signal-handler on every CPT phase',
+    why: 'a cancel, a stall kill, a drained worker or a preemption then saves at the current iteration and prints "exiting program after receiving SIGTERM", instead of losing up to --save-interval (1000) iterations',
+  },
+  {
     id: 'cpt-bootstrap',
     backends: ['megatron'],
     original: 'the base model is loaded by appending --load <BASE_TD> (1.5B script comment)',

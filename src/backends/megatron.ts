@@ -144,6 +144,8 @@ export function cptPhaseStep(s: MegatronCptSpec): StepBody {
   // The phase's place in the lineage (FIXES cpt-phase-boundaries, cpt-decay-load).
   const tail = [
     ...opt('--exit-interval', phase.exitInterval),
+    // A stop (cancel, stall, drained worker) saves where it is, not at the last save interval (FIXES cpt-save-on-sigterm).
+    '--exit-signal-handler',
     ...when(phase.overrideScheduler, '--override-opt_param-scheduler'),
     ...cpt.extraArgs,
   ];

@@ -58,7 +58,10 @@ describe.each([
     DATA_CACHE_PATH: '/your_cache_path',
     TOKENIZER_MODEL: c.tokenizer,
   });
-  const untie: Allowed = c.untie ? { '--untie-embeddings-and-output-weights': 'cpt-untie-once' } : {};
+  const cptFixes: Allowed = {
+    '--exit-signal-handler': 'cpt-save-on-sigterm',
+    ...(c.untie ? { '--untie-embeddings-and-output-weights': 'cpt-untie-once' } : {}),
+  };
 
   describe('CPT (scripts/CPT)', () => {
     const LAUNCH = ['torchrun', '--nnodes=1', '--nproc_per_node=8', '--rdzv_endpoint=localhost:29400', '--rdzv_backend=c10d', '/root/Megatron-LM/pretrain_gpt.py'];
@@ -66,19 +69,19 @@ describe.each([
       {
         id: 'cpt.warmup',
         fixture: `${c.cpt}.args`,
-        allowed: { '--no-load-optim': 'cpt-keep-optimizer', '--no-load-rng': 'cpt-keep-optimizer', '--pretrained-checkpoint': 'cpt-bootstrap', '--exit-interval': 'cpt-phase-boundaries', ...untie },
+        allowed: { '--no-load-optim': 'cpt-keep-optimizer', '--no-load-rng': 'cpt-keep-optimizer', '--pretrained-checkpoint': 'cpt-bootstrap', '--exit-interval': 'cpt-phase-boundaries', ...cptFixes },
         extra: () => ({ '--pretrained-checkpoint': c.base, '--exit-interval': '5000', '--load': cptVars('').CPT_ROOT }),
       },
       {
         id: 'cpt.stable',
         fixture: `${c.cpt}.args`,
-        allowed: { '--no-load-optim': 'cpt-keep-optimizer', '--no-load-rng': 'cpt-keep-optimizer', '--ckpt-step': 'cpt-phase-boundaries', '--exit-on-missing-checkpoint': 'cpt-phase-boundaries', '--exit-interval': 'cpt-phase-boundaries', ...untie },
+        allowed: { '--no-load-optim': 'cpt-keep-optimizer', '--no-load-rng': 'cpt-keep-optimizer', '--ckpt-step': 'cpt-phase-boundaries', '--exit-on-missing-checkpoint': 'cpt-phase-boundaries', '--exit-interval': 'cpt-phase-boundaries', ...cptFixes },
         extra: (v) => ({ '--ckpt-step': '5000', '--exit-interval': '35000', '--load': v.CPT_ROOT }),
       },
       {
         id: 'cpt.decay',
         fixture: `${c.cpt}-decay.args`,
-        allowed: { '--no-load-rng': 'cpt-keep-optimizer', '--load': 'cpt-decay-load', '--ckpt-step': 'cpt-decay-load', '--exit-on-missing-checkpoint': 'cpt-decay-load', ...untie },
+        allowed: { '--no-load-rng': 'cpt-keep-optimizer', '--load': 'cpt-decay-load', '--ckpt-step': 'cpt-decay-load', '--exit-on-missing-checkpoint': 'cpt-decay-load', ...cptFixes },
         extra: (v) => ({ '--ckpt-step': '35000', '--load': v.CPT_ROOT, '--save': v.DECAY_ROOT }),
       },
     ];
