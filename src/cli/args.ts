@@ -12,9 +12,24 @@ export function parseVerbArgs<O extends Options>(verb: string, argv: string[], o
   try {
     return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
   } catch (err) {
-    const msg = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    let msg = err instanceof Error ? err.message.split('\n')[0]! : String(err);
+    // parseArgs' own wording for `--limit -1` and `--bogus`, made plain.
+    const ambiguous = /^Option '(--[\w-]+)[^']*' argument is ambiguous/.exec(msg);
+    if (ambiguous) msg = `${ambiguous[1]}: its value starts with '-'; write ${ambiguous[1]}=VALUE`;
+    const unknown = /^Unknown option '([^']+)'/.exec(msg);
+    if (unknown) msg = `unknown option '${unknown[1]}' (a positional argument that starts with '-' goes after '--')`;
     throw new UsageError([`${verb}: ${msg}`, `usage: ${usage}`]);
   }
+}
+
+/** An integer flag in [1, max], or its default when absent; anything else is a usage error. */
+export function intFlag(name: string, raw: string | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (raw === undefined) return dflt;
+  const n = Number(raw);
+  if (!/^\s*\d+\s*$/.test(raw) || !Number.isInteger(n) || n <= 0 || n > max) {
+    throw new UsageError(`--${name}: expected a whole number ${max === Number.MAX_SAFE_INTEGER ? '≥ 1' : `from 1 to ${max}`}, got '${raw}'`);
+  }
+  return n;
 }
 
 /** Exactly `n` positionals, or a usage error naming what is missing or extra. */

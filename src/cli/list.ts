@@ -1,5 +1,5 @@
 /** `infir2 list [--json] [--recipe NAME]`: runs, newest first, with their status and the stages running now. */
-import { parseVerbArgs, positionals, type Options } from './args.js';
+import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
 import { table } from './status-view.js';
 import { SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
@@ -25,7 +25,7 @@ export interface RunListing {
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('list', argv, OPTIONS, USAGE);
   positionals('list', pos, [], USAGE);
-  const limit = Math.max(1, Number(values.limit) || 50);
+  const limit = intFlag('limit', values.limit, 50);
   const { client, connection } = await connectClient();
   try {
     const clauses = [`WorkflowType = 'recipeRun'`];

@@ -3,8 +3,9 @@
  * local worker serving the orchestrator queue and the given pools (default: `local`). Idempotent: what is
  * already up is left alone.
  */
+import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { parseVerbArgs, positionals, type Options } from './args.js';
+import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
 import { UsageError } from './errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
@@ -23,8 +24,8 @@ export const OPTIONS = {
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('up', argv, OPTIONS, USAGE);
   positionals('up', pos, [], USAGE);
-  const port = intFlag('port', values.port, 7233);
-  const uiPort = intFlag('ui-port', values['ui-port'], port + 1000);
+  const port = intFlag('port', values.port, 7233, 65535);
+  const uiPort = intFlag('ui-port', values['ui-port'], port + 1000, 65535);
   const pools = values.pool?.length ? values.pool : ['local'];
   const state = stateDir();
 
@@ -32,6 +33,10 @@ export async function run(argv: string[]): Promise<number> {
   if (current && groupAlive(current.serverPid)) {
     process.stdout.write(`Temporal dev server already running (pid ${current.serverPid}) at ${current.address}\n`);
   } else {
+    // Another server on the port would answer our readiness check while ours failed to bind: refuse first.
+    for (const [flag, p] of [['port', port], ...(values.headless ? [] : [['ui-port', uiPort]])] as [string, number][]) {
+      if (await portInUse(p)) throw new UsageError(`--${flag}: ${p} is already in use (another Temporal server? stop it, or choose another --${flag})`);
+    }
     process.stdout.write(`starting the Temporal dev server (state in ${state}) ...\n`);
     const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false });
     current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
@@ -55,9 +60,11 @@ export async function run(argv: string[]): Promise<number> {
   return 0;
 }
 
-export function intFlag(name: string, raw: string | undefined, dflt: number): number {
-  if (raw === undefined) return dflt;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`--${name}: expected a positive integer, got '${raw}'`);
-  return n;
+/** Whether something listens on 127.0.0.1:port (a bind fails with EADDRINUSE). */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(false)));
+  });
 }

@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { UnreachableError } from '../cli/errors.js';
+import { UnreachableError, UsageError } from '../cli/errors.js';
 
 export const DEFAULT_ADDRESS = 'localhost:7233';
 
@@ -14,6 +14,9 @@ export function connectConfig() {
   const address = cfg.connectionOptions.address ?? process.env.TEMPORAL_ADDRESS ?? DEFAULT_ADDRESS;
   return { ...cfg, connectionOptions: { ...cfg.connectionOptions, address }, namespace: cfg.namespace ?? 'default' };
 }
+
+/** gRPC status NOT_FOUND (the SDK's errors carry the raw code). */
+const GRPC_NOT_FOUND = 5;
 
 /** Fail fast (seconds, not the SDK's long retry) when nothing listens. */
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -24,9 +27,20 @@ export async function connectClient(): Promise<{ client: Client; connection: Con
   try {
     const connection = await Connection.connect({ ...cfg.connectionOptions, address, connectTimeout: CONNECT_TIMEOUT_MS });
     // Connection.connect is lazy about the server; ask it something cheap to prove it is there.
-    await connection.workflowService.getSystemInfo({}, );
+    await connection.workflowService.getSystemInfo({});
+    try {
+      await connection.workflowService.describeNamespace({ namespace: cfg.namespace });
+    } catch (err) {
+      await connection.close();
+      // A server that answers but has no such namespace is a setting to fix, not an outage.
+      if ((err as { code?: number }).code === GRPC_NOT_FOUND) {
+        throw new UsageError(`TEMPORAL_NAMESPACE: no namespace '${cfg.namespace}' on ${address} (the embedded server has 'default')`);
+      }
+      throw err;
+    }
     return { client: new Client({ connection, namespace: cfg.namespace }), connection, namespace: cfg.namespace };
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw new UnreachableError(address, err);
   }
 }

@@ -3,7 +3,7 @@
  * exit codes of DESIGN.md §4 (3 when Temporal is unreachable, 2 for bad usage).
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -43,8 +43,15 @@ describe('exit codes without a server', () => {
     expect((await infir2(['frobnicate'])).code).toBe(2);
     const r = await infir2(['status', 'x', '--bogus']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("error: status: Unknown option '--bogus'");
+    expect(r.stderr).toContain("error: status: unknown option '--bogus'");
     expect((await infir2(['run'])).stderr).toContain('error: run: missing <recipe>');
+  });
+
+  it('checks number flags before doing anything', async () => {
+    const port = await infir2(['up', '--port', '99999', '--headless'], { INFIR2_HOME: mkdtempSync(join(tmpdir(), 'infir2-home-')) });
+    expect(port).toMatchObject({ code: 2, stderr: "error: --port: expected a whole number from 1 to 65535, got '99999'\n" });
+    expect((await infir2(['list', '--limit', '0'])).stderr).toBe("error: --limit: expected a whole number ≥ 1, got '0'\n");
+    expect((await infir2(['list', '--limit', '-1'])).stderr).toContain("error: list: --limit: its value starts with '-'; write --limit=VALUE");
   });
 });
 
@@ -76,6 +83,21 @@ describe('infir2 up / down', () => {
     const r = await infir2(['status', 'no-such-run'], env);
     expect(r.code).toBe(2);
     expect(r.stderr.trim()).toBe("error: no run 'no-such-run' (give the id `infir2 run` printed; `infir2 list` shows them)");
+  });
+
+  it('refuses a port another server holds, before starting anything (exit 2)', async () => {
+    const other = mkdtempSync(join(tmpdir(), 'infir2-home-'));
+    const port = env.TEMPORAL_ADDRESS!.split(':')[1]!;
+    const r = await infir2(['up', '--port', port, '--headless'], { INFIR2_HOME: other });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error: --port: ${port} is already in use (another Temporal server? stop it, or choose another --port)\n`);
+    expect(existsSync(join(other, 'embedded.json'))).toBe(false);
+  });
+
+  it('names a namespace the server does not have (exit 2)', async () => {
+    const r = await infir2(['list'], { ...env, TEMPORAL_NAMESPACE: 'nope' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error: TEMPORAL_NAMESPACE: no namespace 'nope' on ${env.TEMPORAL_ADDRESS} (the embedded server has 'default')\n`);
   });
 
   it('`down` stops the server and the worker', async () => {

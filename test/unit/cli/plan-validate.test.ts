@@ -24,7 +24,7 @@ describe('infir2 validate', () => {
   it.each([
     [['validate'], /^error: validate: missing <recipe>$/m],
     [['validate', 'tiny', 'extra'], /^error: validate: unexpected argument 'extra'$/m],
-    [['plan', 'tiny', '--bogus'], /^error: plan: Unknown option '--bogus'/m],
+    [['plan', 'tiny', '--bogus'], /^error: plan: unknown option '--bogus'/m],
   ])('rejects %j with a usage line', async (args, message) => {
     const r = await runInProcess(args);
     expect(r.code).toBe(2);
