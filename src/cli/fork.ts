@@ -54,7 +54,6 @@ export async function run(argv: string[]): Promise<number> {
       fork: { sourceCheckpointDir: stable.checkpoint.dir, iteration },
     });
     const note = `forked from \`${src.workflowId}\`: cpt.decay starts from stable checkpoint ${iteration} of \`${stable.checkpoint.dir}\``;
-    process.stdout.write(`${note.replace(/`/g, '')}\n`);
     return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false, note });
   } finally {
     await connection.close();

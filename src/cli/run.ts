@@ -93,6 +93,8 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
     throw err;
   }
   process.stdout.write(`started ${workflowId}\n`);
+  // Said once the run exists: a fork that cannot start must not claim it forked.
+  if (o.note) process.stdout.write(`${o.note.replace(/`/g, '')}\n`);
   const url = workflowUrl(workflowId);
   if (url) process.stdout.write(`watch:   ${url}\n`);
   if (o.detach) {
