@@ -26,7 +26,7 @@ export function parseVerbArgs<O extends Options>(verb: string, argv: string[], o
 export function intFlag(name: string, raw: string | undefined, dflt: number, max = Number.MAX_SAFE_INTEGER): number {
   if (raw === undefined) return dflt;
   const n = Number(raw);
-  if (!/^\s*\d+\s*$/.test(raw) || !Number.isInteger(n) || n <= 0 || n > max) {
+  if (!/^\s*\d+\s*$/.test(raw) || n < 1 || n > max) {
     throw new UsageError(`--${name}: expected a whole number ${max === Number.MAX_SAFE_INTEGER ? '≥ 1' : `from 1 to ${max}`}, got '${raw}'`);
   }
   return n;

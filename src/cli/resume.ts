@@ -51,7 +51,7 @@ export async function run(argv: string[]): Promise<number> {
 
 async function resume(client: Client, refText: string, o: { from?: string; dryRun: boolean; detach: boolean }): Promise<number> {
   const ref = await resolveRun(client, refText);
-  const desc = await ref.handle.describe();
+  const desc = ref.description;
   const wfStatus = desc.status.name;
   if (wfStatus === 'RUNNING') throw new UsageError(`${ref.workflowId} is still running; cancel it first (\`infir2 cancel ${ref.workflowId}\`)`);
   if (wfStatus === 'COMPLETED' && !o.from) throw new UsageError(`${ref.workflowId} completed; nothing to resume (use --from STEP to rerun from a step)`);
@@ -59,7 +59,7 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
   if (o.from && !plan.steps.some((s) => s.id === o.from)) {
     throw new UsageError(`--from: no step '${o.from}' in ${ref.workflowId} (steps: ${plan.steps.map((s) => s.id).join(', ')})`);
   }
-  const status = await recordedStatus(ref, desc);
+  const status = await recordedStatus(ref);
   const decisions = decideResume(plan, status, { from: o.from });
   process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
   if (o.dryRun) return 0;

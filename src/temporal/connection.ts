@@ -26,8 +26,7 @@ export async function connectClient(): Promise<{ client: Client; connection: Con
   const address = cfg.connectionOptions.address;
   try {
     const connection = await Connection.connect({ ...cfg.connectionOptions, address, connectTimeout: CONNECT_TIMEOUT_MS });
-    // Connection.connect is lazy about the server; ask it something cheap to prove it is there.
-    await connection.workflowService.getSystemInfo({});
+    // Connection.connect is lazy about the server: one cheap call proves it is there and has the namespace.
     try {
       await connection.workflowService.describeNamespace({ namespace: cfg.namespace });
     } catch (err) {
