@@ -60,6 +60,9 @@ _bool.__name__ = "true/false"
 def add_runtime(p):
     g = p.add_argument_group("runtime")
     g.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    g.add_argument("--kernels", choices=["auto", "emulated"], default="auto",
+                   help="auto: on CUDA real BF16 tensors and real FP8 GEMMs (torch._scaled_mm, 1x128/128x128 "
+                        "blocks, Hopper), the exact FP32 emulation on CPU; emulated: the emulation everywhere")
     g.add_argument("--num-threads", type=_pos_int, default=1,
                    help="intra-op threads (1 is fastest for the tiny model and keeps CPU runs bit-reproducible)")
     g.add_argument("--seed", type=_nonneg_int, default=1234)

@@ -14,7 +14,7 @@ Nothing here needs a float8 dtype: quantise-dequantise is done on FP32 values wi
 (with power-of-two scales x*scale and q/scale are exact in FP32), so a CPU run reproduces the recipe's rounding.
 """
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -108,6 +108,18 @@ def round_bf16(x: torch.Tensor) -> torch.Tensor:
     return x.to(torch.bfloat16).to(torch.float32)
 
 
+_KERNELS = "auto"
+
+
+def set_kernels(mode: str):
+    """--kernels: 'auto' = on CUDA, real BF16 tensors and real FP8 GEMMs (fp8_gemm.py), on CPU the emulation;
+    'emulated' = this module's FP32 emulation on any device (the reference numerics, slow on a GPU)."""
+    global _KERNELS
+    if mode not in ("auto", "emulated"):
+        raise ValueError(f"kernels must be 'auto' or 'emulated', not {mode!r}")
+    _KERNELS = mode
+
+
 @dataclass(frozen=True)
 class Precision:
     """How a run computes. fp8=None and bf16=False is plain FP32 (used by tests and as a debugging aid).
@@ -117,12 +129,25 @@ class Precision:
     pow2: power-of-two scales (TE default); False = NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1.
     weights_prequantized: weights already lie on the FP8 grid (an FP8 HF checkpoint): quantise activations only,
       like SGLang serving a block-FP8 model with dynamic activation scales.
+    native: set by on(device): this forward runs real BF16 tensors and real FP8 GEMMs (fp8_gemm.py) instead of
+      the FP32 emulation; see set_kernels().
     """
     bf16: bool = False
     fp8: str = None
     block: int = 128
     pow2: bool = True
     weights_prequantized: bool = False
+    native: bool = False
+
+    def on(self, device) -> "Precision":
+        """The precision a forward on `device` runs with: native kernels on CUDA unless --kernels emulated."""
+        native = torch.device(device).type == "cuda" and _KERNELS == "auto"
+        return self if native == self.native else replace(self, native=native)
+
+    @property
+    def low(self) -> bool:
+        """BF16 or FP8: activations are BF16."""
+        return bool(self.bf16 or self.fp8)
 
     @property
     def fwd_fmt(self) -> FP8Format:
@@ -133,14 +158,44 @@ class Precision:
         return E5M2 if self.fp8 == "hybrid" else E4M3  # Megatron: e4m3 -> every FP8 tensor is E4M3
 
     def act(self, x: torch.Tensor) -> torch.Tensor:
-        """A tensor that Megatron would hold in BF16 (layer outputs, residual stream, norm outputs)."""
-        return round_bf16(x) if (self.bf16 or self.fp8) else x
+        """A tensor that Megatron would hold in BF16 (layer outputs, residual stream, norm outputs): a BF16 tensor
+        on the native path, its BF16 value in FP32 in the emulation."""
+        if not self.low:
+            return x
+        return x.to(torch.bfloat16) if self.native else round_bf16(x)
 
     def describe(self) -> str:
         if self.fp8:
             return f"fp8 ({self.fp8}, blockwise 1x{self.block}/{self.block}x{self.block}, " \
                    f"{'pow2' if self.pow2 else 'fp32'} scales)"
         return "bf16" if self.bf16 else "fp32"
+
+    def gemm_kind(self) -> str:
+        """What the linears of a forward with this precision run: 'fp8' (real FP8 GEMMs), 'bf16' / 'fp32' (native
+        GEMMs of that type) or 'emulated' (this module's FP32 emulation)."""
+        if not self.native:
+            return "emulated"
+        if not self.fp8:
+            return "bf16" if self.bf16 else "fp32"
+        from . import fp8_gemm
+        ok, _ = fp8_gemm.available()
+        return "fp8" if ok and self.block == fp8_gemm.BLOCK and not self.weights_prequantized else "emulated"
+
+    def kernels_note(self) -> str:
+        """One line for the log: which kernels this run's linears use, and why when FP8 falls back."""
+        kind = self.gemm_kind()
+        if not self.native:
+            return "FP32 emulation of the recipe's numerics (fp8.py)"
+        if kind == "fp8":
+            from . import fp8_gemm
+            return f"real FP8 GEMMs ({fp8_gemm.describe()})"
+        if kind != "emulated":
+            return f"native {kind.upper()} GEMMs"
+        from . import fp8_gemm
+        ok, why = fp8_gemm.available()
+        reason = why if not ok else (f"--fp8-block-size {self.block} (cuBLAS scales 128 blocks only)"
+                                     if self.block != fp8_gemm.BLOCK else "weights already on the FP8 grid")
+        return f"FP8 emulated on the GPU: {reason}"
 
 
 def _probe_mkldnn() -> bool:
@@ -214,7 +269,19 @@ class _LinearFn(torch.autograd.Function):
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias, prec: Precision) -> torch.Tensor:
-    return _LinearFn.apply(x, weight, bias, prec)
+    if not prec.native:
+        return _LinearFn.apply(x, weight, bias, prec)
+    kind = prec.gemm_kind()
+    if kind == "fp8" and not (weight.shape[0] % 16 or weight.shape[1] % 16):  # cuBLAS FP8: dims multiple of 16
+        from .fp8_gemm import fp8_linear
+        return fp8_linear(x, weight, bias, prec)
+    if kind == "bf16":  # cuBLAS BF16 GEMM, FP32 accumulation; the casts carry the gradient to the FP32 master
+        return F.linear(x.to(torch.bfloat16), weight.to(torch.bfloat16),
+                        None if bias is None else bias.to(torch.bfloat16))
+    if kind == "fp32":
+        return F.linear(x.float(), weight, bias)
+    # FP8 that cuBLAS cannot do (another block size, weights already on the grid): the emulation, on the GPU
+    return _LinearFn.apply(x, weight, bias, replace(prec, native=False)).to(torch.bfloat16)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ Megatron saves and `convert-hf` has real work to do (split the fused QKV per que
 The four linears of each layer run the recipe's FP8 GEMMs (fp8.linear); everything else stays BF16/FP32.
 """
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -60,6 +60,15 @@ class ModelConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must be positive")
 
 
+def rms_norm(x, weight, eps, prec: Precision):
+    """RMSNorm with its statistics in FP32 (output FP32). The native path uses torch's fused kernel (one pass
+    instead of six) on the same FP32 values; the emulation keeps the plain ops, bit for bit as before."""
+    x = x.float()
+    if prec.native and hasattr(F, "rms_norm"):
+        return F.rms_norm(x, (x.shape[-1],), weight, eps)
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim, eps):
         super().__init__()
@@ -67,9 +76,7 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x, prec: Precision):
-        x = x.float()  # statistics in FP32, output in the activation dtype
-        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
-        return prec.act(y)
+        return prec.act(rms_norm(x, self.weight, self.eps, prec))
 
 
 class NormLinear(nn.Module):
@@ -83,8 +90,7 @@ class NormLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(dim_out)) if bias else None
 
     def forward(self, x, prec: Precision):
-        x = x.float()
-        h = prec.act(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.layer_norm_weight)
+        h = prec.act(rms_norm(x, self.layer_norm_weight, self.eps, prec))
         return linear(h, self.weight, self.bias, prec)
 
 
@@ -135,6 +141,10 @@ class Attention(nn.Module):
                 k, v = torch.cat([cache["k"], k], dim=2), torch.cat([cache["v"], v], dim=2)
             cache["k"], cache["v"] = k, v
         k, v = k.repeat_interleave(per, dim=1), v.repeat_interleave(per, dim=1)
+        if prec.native:  # fused attention (flash on CUDA in BF16; FP32 softmax inside); mask None = causal
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+            y = prec.act(y).transpose(1, 2).reshape(B, T, G * per * hd)
+            return self.linear_proj(y, prec)
         att = (q.float() @ k.float().transpose(-1, -2)) * (1.0 / math.sqrt(hd))
         att = torch.softmax(att + mask, dim=-1)  # softmax in FP32 (--attention-softmax-in-fp32)
         y = prec.act(att @ v.float()).transpose(1, 2).reshape(B, T, G * per * hd)
@@ -201,9 +211,6 @@ class GPTModel(nn.Module):
                     s = std / math.sqrt(2.0 * L) if name.endswith(("linear_proj.weight", "linear_fc2.weight")) else std
                     p.copy_(torch.randn(p.shape, generator=g) * s)
 
-    @property
-    def head_prec(self) -> Precision:
-        return Precision(bf16=self.prec.bf16 or bool(self.prec.fp8))
 
     def rope(self, device):
         if self._rope is None or self._rope[0].device != device:
@@ -216,7 +223,7 @@ class GPTModel(nn.Module):
         position_ids [B, T] (default 0..T-1); key_mask [B, S] bool over all S keys (cache + new), False = padding;
         caches: list of per-layer dicts for incremental decoding (None = a full causal forward).
         """
-        prec = self.prec
+        prec = self.prec.on(ids.device)
         B, T = ids.shape
         past = 0 if not caches or caches[0].get("k") is None else caches[0]["k"].shape[2]
         S = past + T
@@ -231,7 +238,12 @@ class GPTModel(nn.Module):
         allowed = (k_idx <= q_idx).view(1, 1, T, S)
         if key_mask is not None:  # padding keys are invisible; a (padding) query always sees itself, so no row is
             allowed = allowed & (key_mask.view(B, 1, 1, S) | (k_idx == q_idx).view(1, 1, T, S))  # all -inf (NaN)
-        mask = torch.zeros(allowed.shape, device=ids.device).masked_fill(~allowed, float("-inf"))
+        if prec.native and key_mask is None and past == 0:
+            mask = None  # plain causal: the fused kernel masks by itself, no [T, S] tensor
+        else:
+            mask = torch.zeros(allowed.shape, device=ids.device).masked_fill(~allowed, float("-inf"))
+            if prec.native and prec.low:
+                mask = mask.to(torch.bfloat16)  # SDPA wants the mask in the query's dtype
 
         x = prec.act(self.embedding.word_embeddings(ids).float())  # embeddings stay BF16, never FP8
         for i, layer in enumerate(self.decoder.layers):
@@ -239,7 +251,7 @@ class GPTModel(nn.Module):
         x = self.decoder.final_layernorm(x, prec)
         w = self.output_layer.weight if self.output_layer is not None else self.embedding.word_embeddings.weight
         # the LM head is never FP8: a BF16 GEMM (MCore's ColumnParallelLinear); the loss upcasts the logits
-        return linear(x, w, None, self.head_prec)
+        return linear(x, w, None, replace(prec, bf16=prec.low, fp8=None))
 
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())

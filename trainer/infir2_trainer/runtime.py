@@ -4,6 +4,8 @@ import signal
 
 import torch
 
+from . import fp8
+
 
 class TrainerError(Exception):
     """An expected failure with a message for the user: printed as one `error: ...` line, exit status 1."""
@@ -23,6 +25,7 @@ def setup(args) -> torch.device:
     if getattr(args, "num_threads", None):
         torch.set_num_threads(args.num_threads)
     device = pick_device(getattr(args, "device", "auto"))
+    fp8.set_kernels(getattr(args, "kernels", "auto"))
     if device.type == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = False  # keep FP32 GEMMs FP32: the FP8 emulation relies on it
         torch.backends.cudnn.allow_tf32 = False

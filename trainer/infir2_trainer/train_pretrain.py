@@ -6,13 +6,14 @@ function of (seed, k), so restoring `consumed_train_samples` restores the data p
 the documents are the validation split (--eval-interval / --eval-iters).
 """
 import torch
+import torch.nn.functional as F
 
 from . import data as data_mod
 from .logs import log, validation_log
 from .model import token_logprobs
 from .runtime import TrainerError, seed_all
 from .tokenizer import Tokenizer
-from .training import (State, build_model, build_optimizer, build_scheduler, clip_grads, latest_of,
+from .training import (State, build_model, build_optimizer, build_scheduler, clip_grads, kernels_log, latest_of,
                        load_model_config, load_weights, model_config_from_args, precision_from_args, read_parts,
                        resolve_load, restore_training_state, same_dir, train_loop)
 
@@ -63,6 +64,8 @@ class PretrainData:
 def lm_loss(model, batch, device):
     batch = batch.to(device)
     logits = model(batch[:, :-1])
+    if logits.is_cuda:  # the same FP32 loss through the fused kernel: one [tokens, vocab] FP32 tensor, not three
+        return F.cross_entropy(logits.float().flatten(0, 1), batch[:, 1:].flatten())
     return -token_logprobs(logits, batch[:, 1:]).mean()
 
 
@@ -107,6 +110,7 @@ def run(args, device):
 
     log(f" > model: {model.num_params()} parameters, {cfg.num_layers} layers, hidden {cfg.hidden_size}, "
         f"precision {prec.describe()}, device {device}")
+    log(kernels_log(prec, device))
     log(f" > data: {data.num_samples} training samples of {args.seq_length} tokens from {args.data_path}")
     n_micro = gbs // mbs
 
@@ -117,7 +121,8 @@ def run(args, device):
         for m in range(n_micro):
             loss = lm_loss(model, data.batch(state.consumed + m * mbs, mbs), device) / n_micro
             loss.backward()
-            total += float(loss)
+            total += loss.detach().double()  # one device sync per step, not per micro-batch
+        total = float(total)
         if total != total or total in (float("inf"), float("-inf")):
             optimizer.zero_grad(set_to_none=True)
             scheduler.step(gbs)  # Megatron counts a skipped iteration but still advances

@@ -27,7 +27,7 @@ from .logs import log
 from .model import GPTModel, token_logprobs
 from .runtime import TrainerError, seed_all
 from .tokenizer import Tokenizer
-from .training import (State, build_optimizer, build_scheduler, clip_grads, latest_of, load_weights,
+from .training import (State, build_optimizer, build_scheduler, clip_grads, kernels_log, latest_of, load_weights,
                        precision_from_args, read_parts, restore_training_state, same_dir, slime_start, train_loop)
 
 
@@ -144,6 +144,7 @@ def run(args, device):
         ref_model.eval()
     log(f" > model: {model.num_params()} parameters, train precision {prec.describe()}, rollout precision "
         f"{rprec.describe()}, device {device}")
+    log(kernels_log(prec, device))
     log(f" > rollouts: {args.num_rollout} x {rbs} prompts x {n} samples, max response "
         f"{args.rollout_max_response_len} tokens, temperature {args.rollout_temperature}")
 
@@ -204,7 +205,7 @@ def run(args, device):
                     loss = loss - args.entropy_coef * ((ent * mk).sum(-1) / mk.sum(-1).clamp(min=1)).sum()
                 loss = loss / gbs  # mean over the global batch of per-sample token means
                 loss.backward()
-                step_loss += float(loss)
+                step_loss += float(loss.detach())
                 clipfracs.append(cf)
             if any(p.grad is not None for p in model.parameters()):
                 norm = clip_grads(model, args.clip_grad)

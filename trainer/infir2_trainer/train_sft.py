@@ -11,7 +11,7 @@ from .logs import log
 from .model import token_logprobs
 from .runtime import TrainerError, seed_all
 from .tokenizer import Tokenizer
-from .training import (State, build_optimizer, build_scheduler, clip_grads, precision_from_args,
+from .training import (State, build_optimizer, build_scheduler, clip_grads, kernels_log, precision_from_args,
                        restore_training_state, same_dir, slime_start, train_loop)
 
 
@@ -72,6 +72,7 @@ def run(args, device):
     if parts is not None:
         restore_training_state(parts, state, optimizer, scheduler, args, args.load)
     log(f" > model: {model.num_params()} parameters, precision {prec.describe()}, device {device}")
+    log(kernels_log(prec, device))
     log(f" > data: {len(data.examples)} conversations from {args.data_path}, {train_iters} steps "
         f"({args.num_epoch} epoch(s) of {data.per_epoch // gbs})")
 
@@ -89,7 +90,7 @@ def run(args, device):
             logp = token_logprobs(model(x[:, :-1]), x[:, 1:])
             loss = -(logp * m[:, 1:]).sum() / n_tokens
             loss.backward()
-            total += float(loss)
+            total += float(loss.detach())
         if total != total:
             optimizer.zero_grad(set_to_none=True)
             scheduler.step(gbs)

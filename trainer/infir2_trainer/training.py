@@ -25,6 +25,20 @@ def precision_from_args(args) -> Precision:
     return Precision(bf16=bool(args.bf16), fp8=args.fp8_format, block=args.fp8_block_size, pow2=pow2)
 
 
+def kernels_log(prec: Precision, device) -> str:
+    """` > kernels: ...`: what the linears run on this device (real FP8 GEMMs, native BF16, or the emulation)."""
+    return f" > kernels: {prec.on(device).kernels_note()}"
+
+
+def memory_log(iteration: int) -> str:
+    """Megatron's report_memory line (training/utils.py), printed on CUDA after the first logged iteration and at
+    the end of training; `max allocated` is the run's peak."""
+    mb = 1024.0 * 1024.0
+    return (f"[Rank 0] (after {iteration} iterations) memory (MB) | allocated: {torch.cuda.memory_allocated() / mb}"
+            f" | max allocated: {torch.cuda.max_memory_allocated() / mb} | reserved: "
+            f"{torch.cuda.memory_reserved() / mb} | max reserved: {torch.cuda.max_memory_reserved() / mb}")
+
+
 def padded_vocab(n: int, divisible_by: int) -> int:
     """Megatron pads the vocabulary to a multiple of --make-vocab-size-divisible-by (x TP)."""
     return int(math.ceil(n / divisible_by) * divisible_by)
@@ -73,8 +87,9 @@ def build_optimizer(model, args) -> torch.optim.Optimizer:
     for name, p in model.named_parameters():
         (no_decay if p.dim() == 1 or name.endswith(".bias") else decay).append(p)
     groups = [{"params": decay, "wd_mult": 1.0}, {"params": no_decay, "wd_mult": 0.0}]
+    kw = {"fused": True} if next(model.parameters()).is_cuda else {}  # one kernel for all params (same math)
     return torch.optim.AdamW(groups, lr=args.lr, betas=(args.adam_beta1, args.adam_beta2), eps=args.adam_eps,
-                             weight_decay=args.weight_decay)
+                             weight_decay=args.weight_decay, **kw)
 
 
 def build_scheduler(optimizer, args, train_iters: int, gbs: int) -> OptimizerParamScheduler:
@@ -225,6 +240,8 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
     Returns 'done', 'exit' (--exit-interval) or 'sigterm'.
     """
     signals = exit_signal()
+    on_cuda = next(model.parameters()).is_cuda
+    memory_reported = False
     # a run resumed from its own save dir already has its current iteration on disk: a rerun after completion
     # trains nothing and rewrites nothing
     last_saved = state.iteration if resumed_in_save_dir else None
@@ -262,6 +279,9 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
                              optimizer.param_groups[0]["lr"], gbs, {"lm loss": loss}, out.get("grad_norm"),
                              acc["skipped"], total_nan, reward=reward))
             acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0}
+            if on_cuda and not memory_reported:
+                log(memory_log(state.iteration))
+                memory_reported = True
         if on_eval is not None and args.eval_interval and state.iteration % args.eval_interval == 0:
             on_eval(state.iteration)
         # megatron/training/training.py::checkpoint_and_decide_exit
@@ -279,6 +299,8 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
             print_datetime(f"exiting program at iteration {state.iteration}")
             return "exit"
     print_datetime("after training is done")
+    if on_cuda:
+        log(memory_log(state.iteration))
     if args.save and state.iteration != 0 and last_saved != state.iteration:
         save()  # Megatron saves at the end unless the last iteration was just saved
     return "done"
