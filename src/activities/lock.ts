@@ -15,7 +15,7 @@ import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, ut
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { groupAlive, processStartTicks, terminateGroup } from './process-group.js';
+import { groupAlive, processStartTicks, terminateGroup } from '../util/process-group.js';
 
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */

@@ -1,5 +1,5 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 
 /** A verb's options, as `util.parseArgs` takes them; each verb exports its own as `OPTIONS` (the main help lists them). */
 export type Options = NonNullable<ParseArgsConfig['options']>;

@@ -1,7 +1,7 @@
 /** `infir2 down`: stop what `infir2 up` started (the worker first, so that trainers checkpoint and stop). */
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { clearEmbedded, readEmbedded } from './embedded.js';
-import { groupAlive, terminateGroup } from '../activities/process-group.js';
+import { groupAlive, terminateGroup } from '../util/process-group.js';
 
 export const USAGE = 'infir2 down';
 export const OPTIONS = {} satisfies Options;

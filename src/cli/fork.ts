@@ -6,11 +6,11 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { loadCompiled } from './recipe-input.js';
 import { startedPlan } from './resume.js';
 import { checkRunId, startRun } from './run.js';
-import { inspectCheckpointDir } from '../activities/checkpoints.js';
+import { inspectCheckpointDir } from '../rundir/checkpoints.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun } from '../temporal/runs.js';
 

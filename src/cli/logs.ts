@@ -5,7 +5,7 @@
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { connectClient } from '../temporal/connection.js';
 import { recordedStatus, resolveRun } from '../temporal/runs.js';
 

@@ -2,7 +2,8 @@
  * infir2 command-line entry point. One file per verb (`src/cli/<verb>.ts`, each exporting `run(argv)`),
  * loaded lazily so that `infir2 plan` never pays for the Temporal SDK.
  */
-import { EXIT, RunFailedError, UnreachableError, UsageError } from './errors.js';
+import { RunFailedError, UnreachableError, UsageError } from '../errors.js';
+import { EXIT } from './errors.js';
 
 type VerbModule = { run: (argv: string[]) => Promise<number | void> };
 

@@ -2,7 +2,7 @@
  * Live progress of a run in the terminal: one line per step with a bar, iteration/total, loss and ETA. Pure
  * rendering; the rate behind the ETA is measured from successive observations (RateTracker).
  */
-import type { StepState } from '../workflows/definitions.js';
+import type { StepState } from '../plan/contracts.js';
 import { stepFigures } from '../workflows/step-figures.js';
 import { headlineMetrics } from './status-view.js';
 

@@ -8,7 +8,7 @@ import type { Fork } from '../plan/cpt-lineage.js';
 import type { Plan } from '../plan/types.js';
 import { formatIssue, RecipeError, type Issue } from '../recipe/issues.js';
 import { loadRecipe, type LoadedRecipe } from '../recipe/load.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 
 export interface RecipeInputOptions {
   sets?: string[];

@@ -8,15 +8,16 @@ import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { follow } from './follow.js';
 import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
-import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../activities/resume-check.js';
+import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../rundir/resume.js';
 import type { Plan } from '../plan/types.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import { recordedStatus, resolveRun, type RunRef } from '../temporal/runs.js';
+import type { recipeRun } from '../workflows/recipe-run.js';
 
 export const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
 export const OPTIONS = {
@@ -66,7 +67,7 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
 
   const moved = clearForRerun(plan, decisions, `${Date.now()}`);
   for (const m of moved) process.stdout.write(`moved aside: ${m}\n`);
-  await client.workflow.start('recipeRun', {
+  await client.workflow.start<typeof recipeRun>('recipeRun', {
     taskQueue: ORCHESTRATOR_TASK_QUEUE,
     workflowId: ref.workflowId,
     args: [plan, { keep: keptResults(status, decisions) }],

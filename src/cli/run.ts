@@ -7,12 +7,13 @@ import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { follow } from './follow.js';
 import { defaultRunId, loadCompiled } from './recipe-input.js';
 import type { Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
+import type { recipeRun } from '../workflows/recipe-run.js';
 import { mdTable } from '../workflows/status-table.js';
 
 export const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
@@ -75,7 +76,8 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   writeJsonAtomic(join(plan.runDir, 'recipe.json'), recipe);
   writeJsonAtomic(join(plan.runDir, 'plan.json'), plan);
   try {
-    await client.workflow.start('recipeRun', {
+    // typed by the workflow's signature: a change of recipeRun's arguments fails to compile here
+    await client.workflow.start<typeof recipeRun>('recipeRun', {
       taskQueue: ORCHESTRATOR_TASK_QUEUE,
       workflowId,
       args: [plan, {}],

@@ -3,7 +3,7 @@
  * shows is stepFigures' decision, the same as the Web UI's stage table: a completed or kept step its final
  * result, a running or failed one its progress.
  */
-import type { RunStatus, StepState } from '../workflows/definitions.js';
+import type { RunStatus, StepState } from '../plan/contracts.js';
 import { formatScore, headlineScore, stepFigures, type StepFigures } from '../workflows/step-figures.js';
 
 function iterCell(f: StepFigures): string {

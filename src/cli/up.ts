@@ -7,9 +7,9 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
-import { groupAlive } from '../activities/process-group.js';
+import { groupAlive } from '../util/process-group.js';
 import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
 
 export const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';

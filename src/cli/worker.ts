@@ -1,6 +1,6 @@
 /** `infir2 worker --pool NAME [--slots N] [--gpus LIST]`: serve pools (and the orchestrator queue). */
 import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
-import { UsageError } from './errors.js';
+import { UsageError } from '../errors.js';
 import { poolTaskQueue } from '../temporal/constants.js';
 import { runPoolWorker } from '../workers/pool-worker.js';
 

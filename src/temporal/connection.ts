@@ -5,7 +5,7 @@
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
-import { UnreachableError, UsageError } from '../cli/errors.js';
+import { UnreachableError, UsageError } from '../errors.js';
 
 export const DEFAULT_ADDRESS = 'localhost:7233';
 

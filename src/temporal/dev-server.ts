@@ -8,7 +8,7 @@ import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_FLAGS } from './constants.js';
-import { groupAlive, terminateGroup } from '../activities/process-group.js';
+import { groupAlive, terminateGroup } from '../util/process-group.js';
 
 export interface DevServerOptions {
   temporalBin: string;

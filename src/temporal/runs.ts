@@ -4,8 +4,8 @@
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import { UsageError } from '../cli/errors.js';
-import type { Progress, RunStatus } from '../workflows/definitions.js';
+import { UsageError } from '../errors.js';
+import type { Progress, RunStatus } from '../plan/contracts.js';
 import { statusQuery } from '../workflows/definitions.js';
 import { MEMO, stepWorkflowId } from './constants.js';
 

@@ -3,7 +3,7 @@
  * the CLI's read-only verbs never load the worker SDK.
  */
 import { NativeConnection } from '@temporalio/worker';
-import { UnreachableError } from '../cli/errors.js';
+import { UnreachableError } from '../errors.js';
 import { connectConfig } from './connection.js';
 
 export async function connectWorker(): Promise<{ connection: NativeConnection; namespace: string }> {

@@ -7,7 +7,7 @@
 import { Runtime, Worker, type Logger } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
-import { DEFAULT_KILL_GRACE_MS } from '../activities/process-group.js';
+import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import { connectWorker } from '../temporal/worker-connection.js';
 import { workflowBundle } from './workflow-bundle.js';

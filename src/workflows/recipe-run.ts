@@ -22,7 +22,8 @@ import {
 } from '@temporalio/workflow';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
-import { statusQuery, stepUpdateSignal, type RunStatus, type StepResult, type StepState } from './definitions.js';
+import type { RunStatus, StepResult, StepState } from '../plan/contracts.js';
+import { statusQuery, stepUpdateSignal } from './definitions.js';
 import { initialStepState, stageRun } from './stage-run.js';
 import { statusMarkdown } from './status-table.js';
 

@@ -17,7 +17,8 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { PlanStep } from '../plan/types.js';
-import { progressSignal, stepStateQuery, stepUpdateSignal, type StepResult, type StepState } from './definitions.js';
+import type { StepResult, StepState } from '../plan/contracts.js';
+import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failureClassOf } from './failures.js';
 import { stepTable } from './status-table.js';
 

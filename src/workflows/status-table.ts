@@ -9,7 +9,7 @@
  * slash keeps spaces round it: the UI's renderer turns a bare "4/4" into a superscript-over-subscript
  * fraction. As plain text a no-break space reads as a space.
  */
-import type { RunStatus, StepState } from './definitions.js';
+import type { RunStatus, StepState } from '../plan/contracts.js';
 import { formatScore, stepFigures } from './step-figures.js';
 
 const ICON: Record<StepState['status'], string> = {

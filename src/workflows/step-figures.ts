@@ -6,7 +6,7 @@
  * A completed or kept step shows its final result: its heartbeat progress may be stale (the last checkpoint
  * before the end, or a kept step's earlier run). A pending, running or failed step shows its progress.
  */
-import type { StepResult, StepState } from './definitions.js';
+import type { StepResult, StepState } from '../plan/contracts.js';
 
 /** An evaluation's headline score, read from its report's metrics. */
 export interface HeadlineScore {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { groupAlive } from '../../src/activities/process-group.js';
+import { groupAlive } from '../../src/util/process-group.js';
 import { freePort, ROOT } from '../integration/harness.js';
 
 const run = promisify(execFile);

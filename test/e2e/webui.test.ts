@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planDetails, planSummary } from '../../src/cli/run.js';
 import type { Plan } from '../../src/plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId, stepWorkflowId } from '../../src/temporal/constants.js';
-import type { RunStatus } from '../../src/workflows/definitions.js';
+import type { RunStatus } from '../../src/plan/contracts.js';
 import { fakePlan, fakeStep, ROOT, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';

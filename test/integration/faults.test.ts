@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
 import { resolveRun, runStatus } from '../../src/temporal/runs.js';
-import type { RunStatus } from '../../src/workflows/definitions.js';
+import type { RunStatus } from '../../src/plan/contracts.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
 import { fakePlan, fakeStep, journal, memoryCgroup, onlyStepOf, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 

@@ -10,8 +10,8 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Plan, PlanStep } from '../../src/plan/types.js';
-import type { RunStatus, StepState } from '../../src/workflows/definitions.js';
-import { groupAlive, terminateGroup } from '../../src/activities/process-group.js';
+import type { RunStatus, StepState } from '../../src/plan/contracts.js';
+import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
 import { poolTaskQueue, ORCHESTRATOR_TASK_QUEUE } from '../../src/temporal/constants.js';
 import { startDevServer, stopDevServer, type DevServerHandle } from '../../src/temporal/dev-server.js';
 

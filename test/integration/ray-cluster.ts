@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { groupAlive, terminateGroup } from '../../src/activities/process-group.js';
+import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
 import { freePort, ROOT, waitFor } from './harness.js';
 
 export const RAY_BIN = process.env.INFIR2_RAY_BIN ?? join(ROOT, '.ray-venv', 'bin', 'ray');

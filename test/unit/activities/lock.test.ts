@@ -8,7 +8,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DirLock, LOCK_FILE, LOCK_LEASE_MS, LockBusyError, type LockInfo } from '../../../src/activities/lock.js';
-import { groupAlive, processStartTicks } from '../../../src/activities/process-group.js';
+import { groupAlive, processStartTicks } from '../../../src/util/process-group.js';
 import { deadPid, isLive, killSpawned, sleep, spawnSleep, spawnTermIgnorer } from './procs.js';
 
 let dir: string;

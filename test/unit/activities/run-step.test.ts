@@ -6,8 +6,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { iterDirName, TRACKER_FILE, type CheckpointInspection } from '../../../src/activities/checkpoints.js';
-import { applyProgress, completionMet, logFile, readMetrics, resultFile, fillArgv, newLaunchIds } from '../../../src/activities/run-step.js';
+import { iterDirName, TRACKER_FILE, type CheckpointInspection } from '../../../src/rundir/checkpoints.js';
+import { completionMet, logFile, readMetrics, resultFile } from '../../../src/activities/step-files.js';
+import { fillArgv, newLaunchIds } from '../../../src/activities/trainer-process.js';
+import { applyProgress } from '../../../src/activities/watchdog.js';
 import type { Completion, PlanStep } from '../../../src/plan/types.js';
 
 let tmp: string;

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../../src/cli/recipe-input.js';
-import { UsageError } from '../../../src/cli/errors.js';
+import { UsageError } from '../../../src/errors.js';
 import type { Plan } from '../../../src/plan/types.js';
 import { ensureBuilt, ROOT, runInProcess, runSubprocess } from './run-cli.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bar, formatDuration, plainLine, progressBlock, progressLine, RateTracker } from '../../../src/cli/progress-view.js';
-import type { StepState } from '../../../src/workflows/definitions.js';
+import type { StepState } from '../../../src/plan/contracts.js';
 
 function step(over: Partial<StepState> & { id: string }): StepState {
   return { status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null, ...over };

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { headlineMetrics, rate, renderStatusTable, stepCells } from '../../../src/cli/status-view.js';
-import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
+import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
 
 function progress(p: Partial<Progress>): Progress {
   return {

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { groupAlive } from '../../../src/activities/process-group.js';
+import { groupAlive } from '../../../src/util/process-group.js';
 import { devServerArgs, spawnDetached, stopDevServer } from '../../../src/temporal/dev-server.js';
 import { temporalBin } from '../../../src/util/paths.js';
 

@@ -3,7 +3,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Progress, RunStatus, StepResult, StepState } from '../../../src/workflows/definitions.js';
+import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
 import { NBSP, mdRow, mdTable, statusMarkdown, stepRow, stepTable } from '../../../src/workflows/status-table.js';
 import { formatScore, headlineScore, stepFigures } from '../../../src/workflows/step-figures.js';
 

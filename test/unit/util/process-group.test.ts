@@ -6,7 +6,7 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { groupAlive, groupMembers, processStartTicks, terminateGroup } from '../../../src/activities/process-group.js';
+import { groupAlive, groupMembers, processStartTicks, terminateGroup } from '../../../src/util/process-group.js';
 import {
   allInGroup,
   deadPid,
@@ -19,7 +19,7 @@ import {
   spawnSleep,
   spawnTermIgnorer,
   waitForOutput,
-} from './procs.js';
+} from '../activities/procs.js';
 
 afterEach(killSpawned);
 

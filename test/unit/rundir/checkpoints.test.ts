@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { inspectCheckpointDir, iterDirName, quarantinePartials, TRACKER_FILE } from '../../../src/activities/checkpoints.js';
+import { inspectCheckpointDir, iterDirName, quarantinePartials, TRACKER_FILE } from '../../../src/rundir/checkpoints.js';
 
 let root: string;
 beforeEach(() => {

@@ -7,7 +7,7 @@
 import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plan, PlanStep } from '../plan/types.js';
-import type { RunStatus, StepResult } from '../workflows/definitions.js';
+import type { RunStatus, StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, TRACKER_FILE } from './checkpoints.js';
 import { fingerprintOutputs } from './outputs.js';
 

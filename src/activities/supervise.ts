@@ -1,0 +1,109 @@
+/**
+ * The supervise phase: from launch to exit, the trainer's output is teed to the step's log and parsed into
+ * progress; progress heartbeats, a keep-alive heartbeat, a progress signal per checkpoint; the watchdog stops
+ * the process group on a stall, the attempt deadline, a cancellation or a worker shutdown. It reports how the
+ * attempt ended; deciding what that means is the next phase's (run-step.ts `conclude`).
+ */
+import { PROGRESS_SIGNAL } from '../plan/contracts.js';
+import { terminateGroup } from '../util/process-group.js';
+import type { Attempt } from './attempt.js';
+import type { DirLock } from './lock.js';
+import { parserFor } from './progress-parsers.js';
+import type { Trainer } from './trainer-process.js';
+import { applyProgress, watchdogVerdict } from './watchdog.js';
+
+export type StopReason = 'stall' | 'cancel' | 'shutdown' | 'timeout';
+
+export interface AttemptEnd {
+  exitCode: number | null;
+  signal: string | null;
+  stoppedBy: StopReason | null;
+  /** The trainer printed that it exits after a SIGTERM (it saved, but did not finish). */
+  sawSigtermExit: boolean;
+  /** The last lines of its output (the failure classifier reads them). */
+  tail: string[];
+}
+
+const TAIL_LINES = 60;
+const WATCHDOG_TICK_MS = 250;
+
+export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }): Promise<AttemptEnd> {
+  const { step, progress, note, ctx } = a;
+  const parse = parserFor(step.progress.format);
+  const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [] };
+  let partialLine = '';
+  let lastAdvance = Date.now();
+  let lastBeat = 0;
+  let stopping: Promise<unknown> | null = null;
+
+  const beat = () => {
+    progress.updatedAt = new Date().toISOString();
+    ctx.heartbeat({ ...progress });
+    lastBeat = Date.now();
+  };
+  const signalWorkflow = () => {
+    const wfId = ctx.info.workflowExecution?.workflowId;
+    if (!wfId) return;
+    // Best effort: progress signals are for people watching; losing one changes nothing.
+    ctx.client.workflow
+      .getHandle(wfId)
+      .signal(PROGRESS_SIGNAL, { ...progress })
+      .catch(() => undefined);
+  };
+  const stop = (why: StopReason) => {
+    if (stopping) return;
+    end.stoppedBy = why;
+    note(`stopping the process group ${pgid}: ${why}`);
+    stopping = terminateGroup(pgid, opts.killGraceMs);
+  };
+  const onLine = (raw: string) => {
+    const line = raw.trimEnd();
+    if (!line) return;
+    end.tail.push(line);
+    if (end.tail.length > TAIL_LINES) end.tail.shift();
+    const ev = parse(line);
+    if (!ev) return;
+    if (ev.exitingOnSigterm) end.sawSigtermExit = true;
+    const { advanced, checkpointSaved } = applyProgress(progress, ev, step.progress.totalIterations);
+    if (checkpointSaved) signalWorkflow();
+    if (advanced) {
+      lastAdvance = Date.now();
+      beat();
+    }
+  };
+
+  trainer.all?.on('data', (chunk: Buffer) => {
+    a.log.write(chunk);
+    const parts = (partialLine + chunk.toString('utf8')).split(/\r\n|\r|\n/);
+    partialLine = parts.pop() ?? '';
+    parts.forEach(onLine);
+  });
+
+  beat();
+  // Event handlers run outside the activity's async context: read everything through `ctx`.
+  const onAbort = () => stop(ctx.cancellationDetails?.workerShutdown ? 'shutdown' : 'cancel');
+  ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  const deadline = a.started + step.attemptTimeoutSec * 1000;
+  const timer = setInterval(() => {
+    const now = Date.now();
+    const verdict = watchdogVerdict({ now, lastAdvance, stallMs: step.stallTimeoutSec * 1000, deadline });
+    if (verdict) stop(verdict);
+    if (now - lastBeat >= opts.keepAliveMs) beat();
+    lock.touch();
+  }, WATCHDOG_TICK_MS);
+
+  let result: Awaited<Trainer>;
+  try {
+    result = await trainer;
+  } finally {
+    clearInterval(timer);
+    ctx.cancellationSignal.removeEventListener('abort', onAbort);
+  }
+  if (partialLine) onLine(partialLine);
+  // The leader is gone; nothing it started may outlive the attempt.
+  if (stopping) await stopping;
+  await terminateGroup(pgid, 2_000);
+  end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
+  end.signal = result.signal ?? null;
+  return end;
+}

@@ -1,0 +1,75 @@
+/**
+ * One launch of a step's trainer: its ids, its argv with the placeholders filled, its environment, the process
+ * itself (no shell, its own process group), and the stop command that ends work it handed elsewhere (a Ray job).
+ */
+import { execa, type ResultPromise } from 'execa';
+import type { PlanStep } from '../plan/types.js';
+import type { StopCommand } from './lock.js';
+
+/** What identifies one launch of a step: its attempt number, and a token no other launch shares. */
+export interface LaunchIds {
+  attempt: number;
+  /**
+   * Unique per launch (base-36 start time plus pid): `infir2 resume` numbers attempts from 1 again, and
+   * a Ray cluster refuses a submission id it has seen before.
+   */
+  launch: string;
+}
+
+export const newLaunchIds = (attempt: number): LaunchIds => ({ attempt, launch: `${Date.now().toString(36)}${(process.pid % 1296).toString(36)}` });
+
+/**
+ * Fill a command's placeholders: `{attempt}` and `{launch}` always (per-attempt ids, e.g. Ray submission ids);
+ * `{iteration}` / `{nextIteration}` with the checkpoint a resume starts from.
+ */
+export function fillArgv(argv: string[], ids: LaunchIds, iteration?: number): string[] {
+  return argv.map((a) => {
+    let out = a.replaceAll('{attempt}', String(ids.attempt)).replaceAll('{launch}', ids.launch);
+    if (iteration !== undefined) out = out.replaceAll('{iteration}', String(iteration)).replaceAll('{nextIteration}', String(iteration + 1));
+    return out;
+  });
+}
+
+/** The argv of this launch: the step's resume argv from a complete checkpoint, else its fresh command. */
+export function launchArgv(step: PlanStep, ids: LaunchIds, resumeFrom: number | null): string[] {
+  return resumeFrom !== null && step.resume ? fillArgv(step.resume.argv, ids, resumeFrom) : fillArgv(step.command.argv, ids);
+}
+
+/** The trainer's environment: the plan's, unbuffered Python, the run's ids, and the GPUs this worker gave it. */
+export function trainerEnv(step: PlanStep, runId: string, attempt: number, gpuIds: string[]): Record<string, string> {
+  const env: Record<string, string> = {
+    ...step.command.env,
+    PYTHONUNBUFFERED: '1',
+    INFIR2_RUN_ID: runId,
+    INFIR2_STEP_ID: step.id,
+    INFIR2_ATTEMPT: String(attempt),
+  };
+  if (step.gpus > 0) env.CUDA_VISIBLE_DEVICES = gpuIds.join(',');
+  return env;
+}
+
+/** Own process group (the whole tree is signalled together), no stdin, stdout and stderr interleaved, no buffering. */
+const TRAINER_OPTIONS = { detached: true, cleanup: false, stdin: 'ignore', all: true, buffer: false, reject: false, stripFinalNewline: false } as const;
+
+export type Trainer = ResultPromise<typeof TRAINER_OPTIONS & { cwd: string; env: Record<string, string> }>;
+
+/** Start the trainer (argv[0] must be set). */
+export function spawnTrainer(argv: string[], cwd: string, env: Record<string, string>): Trainer {
+  const [file, ...args] = argv;
+  return execa(file!, args, { ...TRAINER_OPTIONS, cwd, env });
+}
+
+/** How long a step's stop command (e.g. `ray job stop`) may take. */
+const ON_STOP_TIMEOUT_MS = 60_000;
+
+/** The step's stop command (e.g. `ray job stop <submission id>`) as this launch runs it, if it has one. */
+export function stopCommand(step: PlanStep, ids: LaunchIds): StopCommand | null {
+  return step.onStop ? { argv: fillArgv(step.onStop.argv, ids), cwd: step.command.cwd, env: step.command.env } : null;
+}
+
+export async function runStopCommand(stop: StopCommand, note: (msg: string) => void): Promise<void> {
+  const [file, ...args] = stop.argv;
+  if (!file) return;
+  const r = await execa(file, args, { cwd: stop.cwd, env: stop.env, reject: false, timeout: ON_STOP_TIMEOUT_MS, all: true });
+  note(`stop command ${stop.argv.join(' ')}: exit ${r.exitCode ?? r.signal}${r.all ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`);
+}

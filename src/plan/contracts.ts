@@ -1,0 +1,75 @@
+/**
+ * The data that crosses the workflow/activity/client boundary: a step's progress (also the heartbeat details), its
+ * state and result, a run's status, and the names of the messages that carry them. Plain types and strings, no
+ * imports but the Plan's types: the workflows, the activities, the client and the CLI all read it.
+ * `workflows/definitions.ts` turns the names into Temporal query/signal definitions.
+ */
+import type { FailureClass } from './types.js';
+
+export type StepStatus = 'pending' | 'running' | 'completed' | 'kept' | 'failed' | 'cancelled' | 'skipped';
+
+/** Progress as the activity reads it from the trainer's output; also the heartbeat details. */
+export interface Progress {
+  iteration: number | null;
+  totalIterations: number | null;
+  loss: number | null;
+  /** Tokens/s, samples/s or TFLOP/s as the trainer reports it; `throughputUnit` says which. */
+  throughput: number | null;
+  throughputUnit: string | null;
+  /** Last complete checkpoint iteration seen (from inspection or a "successfully saved" line). */
+  lastCheckpoint: number | null;
+  /** Iteration this attempt resumed from (null: fresh start). */
+  resumedFrom: number | null;
+  /** Attempt number (1-based) within the step. */
+  attempt: number;
+  pid: number | null;
+  updatedAt: string;
+}
+
+export interface StepState {
+  id: string;
+  status: StepStatus;
+  attempts: number;
+  /** Failures so far, by class. */
+  failures: Partial<Record<FailureClass, number>>;
+  lastFailure: { class: FailureClass; message: string } | null;
+  progress: Progress | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  result: StepResult | null;
+}
+
+/** What a completed step hands on. */
+export interface StepResult {
+  stepId: string;
+  outputs: Record<string, string>;
+  /** Final checkpoint iteration for checkpoint steps. */
+  iteration: number | null;
+  loss: number | null;
+  /** Metrics read from the step's report (e.g. eval accuracy). */
+  metrics: Record<string, number>;
+  attempts: number;
+  resumedFrom: number | null;
+  durationSec: number;
+  finishedAt: string;
+  /** Digest of the outputs (paths, sizes, mtimes) when the step finished; `resume` keeps it only if unchanged. */
+  fingerprint: string | null;
+}
+
+export interface RunStatus {
+  recipe: string;
+  runId: string;
+  runDir: string;
+  status: 'running' | 'completed' | 'failed' | 'cancelled';
+  message: string | null;
+  steps: StepState[];
+}
+
+/** The query a recipeRun answers with its RunStatus. */
+export const STATUS_QUERY = 'status';
+/** The query a stageRun answers with its StepState. */
+export const STEP_STATE_QUERY = 'stepState';
+/** Sent by the runStep activity to its stageRun on each checkpoint (live iteration and loss travel in heartbeats). */
+export const PROGRESS_SIGNAL = 'progress';
+/** Sent by a stageRun to its recipeRun when its state changes (attempt start, checkpoint, failure). */
+export const STEP_UPDATE_SIGNAL = 'stepUpdate';
