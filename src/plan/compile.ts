@@ -4,18 +4,15 @@
  * backend for the command. Pure apart from finding the project root when none is given.
  */
 import { isAbsolute, join } from 'node:path';
-import * as convert from '../backends/convert.js';
-import * as evalscope from '../backends/evalscope.js';
-import * as local from '../backends/local.js';
-import * as megatron from '../backends/megatron.js';
-import * as slime from '../backends/slime.js';
 import { iterDirName } from '../backends/argv.js';
+import type * as local from '../backends/local.js';
 import type { StepBody } from '../backends/types.js';
 import { cptBoundaries, fp8Enabled, lastCheckpoint, sftSteps } from '../recipe/derived.js';
 import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
 import { error, RecipeError } from '../recipe/issues.js';
 import { projectRoot as findProjectRoot } from '../recipe/project-root.js';
 import type { Arch, EvalModel, Recipe } from '../recipe/schema.js';
+import { BUILD, type BuildContext } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
 import type { BackendName, Plan, PlanStep, RetryBudgets, StepKind } from './types.js';
@@ -73,18 +70,20 @@ function checkFork(recipe: Recipe, fork: Fork): void {
   }
 }
 
-class Compiler {
+class Compiler implements BuildContext {
   private readonly steps: PlanStep[] = [];
-  private readonly layout: RunLayout;
-  private readonly root: string;
+  readonly layout: RunLayout;
+  readonly root: string;
+  readonly runId: string;
   private readonly python: string;
 
   constructor(
-    private readonly r: Recipe,
+    readonly r: Recipe,
     private readonly opts: CompileOptions,
   ) {
     this.layout = runLayout(r.runDir, opts.runId);
     this.root = opts.projectRoot ?? findProjectRoot();
+    this.runId = opts.runId;
     this.python = opts.python ?? join(this.root, '.venv', 'bin', 'python');
   }
 
@@ -142,44 +141,16 @@ class Compiler {
     return pool;
   }
 
-  private size(stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined }) {
+  size(stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined }) {
     const pool = this.poolOf(stage.pool);
     return { pool, nodes: stage.nodes ?? pool.nodes, gpusPerNode: stage.gpusPerNode ?? pool.gpusPerNode };
   }
 
-  /** What every slime step needs: where it runs, the model it trains, what it loads and where it saves. */
-  private slimeCommon(
-    id: string,
-    stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined },
-    arch: Partial<Arch> | undefined,
-    hfCheckpoint: string,
-    refLoad: string,
-    saveDir: string,
-    wandbGroup: string | undefined,
-  ): slime.SlimeCommon {
-    const { pool, nodes, gpusPerNode } = this.size(stage);
-    return {
-      id,
-      stepDir: this.layout.stepDir(id),
-      runId: this.opts.runId,
-      software: this.r.software,
-      precision: this.r.precision,
-      pool,
-      nodes,
-      gpusPerNode,
-      arch: this.archFor(arch),
-      hfCheckpoint,
-      refLoad,
-      saveDir,
-      wandbGroup: wandbGroup ?? `${this.r.name}-${id}`,
-    };
-  }
-
-  private localCtx(stepId: string, env: Record<string, string>): local.LocalContext {
+  localCtx(stepId: string, env: Record<string, string>): local.LocalContext {
     return { python: this.python, projectRoot: this.root, precision: this.r.precision, fp8BlockSize: this.r.fp8BlockSize, stepDir: this.layout.stepDir(stepId), env };
   }
 
-  private archFor(override: Partial<Arch> | undefined): Arch {
+  archFor(override: Partial<Arch> | undefined): Arch {
     return { ...this.r.model.arch, ...override };
   }
 
@@ -188,27 +159,9 @@ class Compiler {
     if (!cpt) return null;
     const decayRoot = this.layout.checkpoints('cpt.decay');
     const phases = cptLineage(cpt, { cptRoot: this.layout.cptRoot, decayRoot, base: this.r.model.base }, this.opts.fork);
-    const { pool, nodes, gpusPerNode } = this.size(cpt);
     let prev: string | null = null;
     for (const phase of phases) {
-      const stepDir = this.layout.stepDir(phase.id);
-      const body =
-        cpt.backend === 'megatron'
-          ? megatron.cptPhaseStep({
-              phase,
-              cpt,
-              arch: this.r.model.arch,
-              precision: this.r.precision,
-              software: this.r.software,
-              pool,
-              nodes,
-              gpusPerNode,
-              tokenizer: this.r.model.tokenizer ?? this.r.model.hf ?? '',
-              dataCache: cpt.dataCache ?? join(this.layout.run, 'cpt', 'data-cache'),
-              stepDir,
-              wandbExpName: `${this.r.name}-${phase.id}`,
-            })
-          : local.cptPhaseStep(this.localCtx(phase.id, cpt.env), phase, cpt, this.r.model.arch);
+      const body = BUILD.cpt[cpt.backend](this, { phase, cpt });
       this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body);
       prev = phase.id;
     }
@@ -226,16 +179,7 @@ class Compiler {
       if (steps === undefined) throw new RecipeError([error(`sft.${i}.samples`, 'required: the number of rows in the data file')]);
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
-      if (st.backend === 'slime') {
-        const body = slime.sftStep({
-          ...this.slimeCommon(id, st, st.arch, st.hfCheckpoint ?? this.r.model.hf ?? '', refLoad, saveDir, st.wandbGroup),
-          stage: st,
-          rollouts: steps,
-        });
-        this.add(id, 'sft', 'slime', st, dependsOn, body);
-      } else {
-        this.add(id, 'sft', 'local', st, dependsOn, local.sftStep(this.localCtx(id, st.env), { stage: st, refLoad, saveDir, steps }));
-      }
+      this.add(id, 'sft', st.backend, st, dependsOn, BUILD.sft[st.backend](this, { id, stage: st, refLoad, saveDir, steps }));
       last = { root: saveDir, iteration: lastCheckpoint(st.backend, steps), stepId: id };
     }
     return last;
@@ -249,10 +193,7 @@ class Compiler {
     const c = this.r.convert!;
     if (from.iteration === 'release') throw new RecipeError([error('convert', 'nothing to export: add an sft or cpt stage')]);
     const iterDir = join(from.root, iterDirName(from.iteration));
-    const body =
-      c.backend === 'convert'
-        ? convert.hfExportStep({ stepDir: this.layout.stepDir(id), software: this.r.software, iterDir, outDir, originHf: this.r.model.hf ?? '', vocabSize: c.vocabSize ?? this.archFor(arch).vocabSize, what })
-        : local.hfExportStep(this.localCtx(id, c.env), iterDir, outDir, c.vocabSize, what);
+    const body = BUILD.hfExport[c.backend](this, { id, convert: c, iterDir, outDir, what, arch });
     this.add(id, 'convert', c.backend, c, [from.stepId], body);
   }
 
@@ -265,19 +206,7 @@ class Compiler {
     this.hfExport('convert.hf', from, hf.dir, `the final ${from.stepId ?? 'base'} checkpoint`, lastSft?.arch);
     if (!fp8Enabled(this.r)) return { hf, fp8: null };
     const fp8 = { dir: join(this.layout.stepDir('convert.fp8'), 'hf'), stepId: 'convert.fp8' };
-    const body =
-      c.backend === 'convert'
-        ? convert.fp8CastStep({
-            stepDir: this.layout.stepDir('convert.fp8'),
-            software: this.r.software,
-            projectRoot: this.root,
-            inDir: hf.dir,
-            outDir: fp8.dir,
-            pow2Scales: c.fp8.pow2Scales,
-            fmt: c.fp8.fmt === 'none' ? null : c.fp8.fmt,
-            blockSize: c.fp8.blockSize,
-          })
-        : local.fp8CastStep(this.localCtx('convert.fp8', c.env), hf.dir, fp8.dir, c.fp8.blockSize, c.fp8.pow2Scales);
+    const body = BUILD.fp8Cast[c.backend](this, { convert: c, inDir: hf.dir, outDir: fp8.dir });
     this.add('convert.fp8', 'convert', c.backend, c, ['convert.hf'], body);
     return { hf, fp8 };
   }
@@ -295,17 +224,8 @@ class Compiler {
       const id = `rl.stage${i + 1}`;
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = [last.stepId, hf.stepId];
-      if (rl.backend === 'slime') {
-        const body = slime.rlStep({
-          // Stage k > 1 starts from stage k − 1's checkpoints (docs/RL.md).
-          ...this.slimeCommon(id, rl, rl.arch, hf.dir, last.root, saveDir, k.wandbGroup),
-          rl,
-          curriculum: k,
-        });
-        this.add(id, 'rl', 'slime', rl, dependsOn, body);
-      } else {
-        this.add(id, 'rl', 'local', rl, dependsOn, local.rlStep(this.localCtx(id, rl.env), { rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir }));
-      }
+      const body = BUILD.rl[rl.backend](this, { id, rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir });
+      this.add(id, 'rl', rl.backend, rl, dependsOn, body);
       last = { root: saveDir, iteration: lastCheckpoint(rl.backend, k.rollouts), stepId: id };
     }
     return last;
@@ -322,21 +242,7 @@ class Compiler {
       for (const [name, b] of benchmarks) {
         const id = models.length > 1 ? `eval.${m}.${name}` : `eval.${name}`;
         const what = EVAL_MODEL_NAMES[m];
-        const body =
-          ev.backend === 'evalscope'
-            ? evalscope.evalStep({
-                stepDir: this.layout.stepDir(id),
-                projectRoot: this.root,
-                software: this.r.software,
-                eval: ev,
-                benchmarkName: name,
-                benchmark: b,
-                modelPath: model.dir,
-                servedName: `${this.r.name}-${m}`,
-                port: ev.server.port + index,
-                what,
-              })
-            : local.evalStep(this.localCtx(id, ev.env), name, b, model.dir, what);
+        const body = BUILD.eval[ev.backend](this, { id, eval: ev, model: m, name, benchmark: b, modelDir: model.dir, what, index });
         this.add(id, 'eval', ev.backend, ev, [model.stepId], body);
         index++;
       }
