@@ -47,7 +47,7 @@ export interface StopCommand {
 export interface AcquireOptions {
   /** Hears what was found and done to an earlier holder. */
   onTakeover?: (msg: string) => void;
-  /** SIGTERM → SIGKILL grace for a zombie trainer. */
+  /** SIGTERM → SIGKILL grace for a zombie trainer left by an earlier holder, ms. @default 30000 */
   killGraceMs?: number;
   /** Runs an earlier holder's stop command; failures are the callee's to report. */
   runStop?: (stop: StopCommand) => Promise<void>;

@@ -29,10 +29,11 @@ import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } fro
 export type { RunStepInput } from './attempt.js';
 
 export interface SupervisorOptions {
+  /** The GPUs of this worker; a step waits (heartbeating) until it gets as many as it needs. */
   gpus: GpuSlots;
-  /** Time a trainer gets to save and exit after SIGTERM, ms. */
+  /** Time a trainer gets to save and exit after SIGTERM before SIGKILL, ms (the worker passes 30000 by default). */
   killGraceMs: number;
-  /** Heartbeat at least this often while the process lives (worker liveness, cancellation delivery), ms. */
+  /** Heartbeat at least this often while the process lives (worker liveness, cancellation delivery), ms (the worker passes 2000 by default). */
   keepAliveMs: number;
 }
 

@@ -44,11 +44,16 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const signalWorkflow = () => {
     const wfId = ctx.info.workflowExecution?.workflowId;
     if (!wfId) return;
-    // Best effort: progress signals are for people watching; losing one changes nothing.
-    ctx.client.workflow
-      .getHandle(wfId)
-      .signal(PROGRESS_SIGNAL, { ...progress })
-      .catch(() => undefined);
+    // Best effort: progress signals are for people watching; losing one changes nothing. This runs in an output
+    // handler, where a throw (no client: a MockActivityEnvironment) would take the whole worker down.
+    try {
+      ctx.client.workflow
+        .getHandle(wfId)
+        .signal(PROGRESS_SIGNAL, { ...progress })
+        .catch(() => undefined);
+    } catch {
+      /* no client to signal with */
+    }
   };
   const stop = (why: StopReason) => {
     if (stopping) return;
@@ -83,6 +88,8 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   // Event handlers run outside the activity's async context: read everything through `ctx`.
   const onAbort = () => stop(ctx.cancellationDetails?.workerShutdown ? 'shutdown' : 'cancel');
   ctx.cancellationSignal.addEventListener('abort', onAbort, { once: true });
+  // A cancellation that arrived while the trainer was being launched fired before this listener existed.
+  if (ctx.cancellationSignal.aborted) onAbort();
   const deadline = a.started + step.attemptTimeoutSec * 1000;
   const timer = setInterval(() => {
     const now = Date.now();

@@ -20,9 +20,9 @@ import type { BackendName, Plan, PlanStep, RetryBudgets, StepKind } from './type
 export interface CompileOptions {
   /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */
   runId: string;
-  /** Where `trainer/` and `src/backends/tools/` live (default: found from this module). */
+  /** Where `trainer/` and `src/backends/tools/` live. @default found from this module */
   projectRoot?: string;
-  /** Interpreter for the local trainer (default `<projectRoot>/.venv/bin/python`). */
+  /** Interpreter for the local trainer (a GPU node points it at a CUDA PyTorch). @default `<projectRoot>/.venv/bin/python` */
   python?: string;
   /** Start cpt.decay from another run's stable checkpoint and leave out warmup and stable. */
   fork?: Fork;

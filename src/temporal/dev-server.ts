@@ -11,12 +11,17 @@ import { SEARCH_ATTRIBUTE_FLAGS } from './constants.js';
 import { groupAlive, terminateGroup } from '../util/process-group.js';
 
 export interface DevServerOptions {
+  /** The pinned Temporal CLI (`temporal server start-dev`). */
   temporalBin: string;
+  /** Holds the SQLite file (the runs' durable history) and the server's log. */
   stateDir: string;
+  /** Address the frontend and the UI listen on. @default '127.0.0.1' (this machine only) */
   ip?: string;
+  /** The frontend's gRPC port. @default 7233 */
   port?: number;
+  /** The Web UI's port. @default port + 1000 */
   uiPort?: number;
-  /** Disable the Web UI (tests that do not look at it). */
+  /** No Web UI (tests that do not look at it). @default false */
   headless?: boolean;
 }
 

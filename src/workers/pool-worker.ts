@@ -19,10 +19,24 @@ export interface PoolWorkerOptions {
   orchestrator: boolean;
   /** GPU ids this worker owns (e.g. ['0','1']); empty on a CPU machine. */
   gpus: string[];
-  /** Concurrent steps; defaults to the number of GPUs, or 1. */
+  /**
+   * Steps this worker runs at once.
+   * @default the number of GPUs, or 1 on a CPU machine
+   */
   slots?: number;
+  /**
+   * How long a trainer has to save and exit after SIGTERM (cancel, stall, worker shutdown) before SIGKILL, ms.
+   * Megatron with `--exit-signal-handler` saves on SIGTERM: too short a grace loses that save.
+   * @default 30000 (`DEFAULT_KILL_GRACE_MS`)
+   */
   killGraceMs?: number;
+  /**
+   * The supervisor heartbeats at least this often while a trainer lives, ms, so that a dead worker is noticed
+   * within the run's heartbeat timeout and a cancellation reaches the trainer within about this long.
+   * @default 2000
+   */
   keepAliveMs?: number;
+  /** Where the worker's warnings go. @default stderr */
   log?: (msg: string) => void;
 }
 

@@ -28,9 +28,14 @@ import { initialStepState, stageRun } from './stage-run.js';
 import { statusMarkdown } from './status-table.js';
 
 export interface RecipeRunOptions {
-  /** No heartbeat for this long means the worker is gone (default 60 s). */
+  /**
+   * No heartbeat for this long means the worker is gone, seconds: the attempt fails as `preempted` and the next
+   * attempt (on any worker of the pool) takes the step's directory over. Shorter notices a dead node sooner;
+   * it must stay well above the supervisor's keep-alive (2 s).
+   * @default 60
+   */
   heartbeatTimeoutSec?: number;
-  /** Pause between a step's failed attempt and the next (default 5 s). */
+  /** Pause between a step's failed attempt and the next, seconds. @default 5 */
   retryDelaySec?: number;
   /** Results of steps already done in an earlier run, verified by the caller: kept, not rerun. */
   keep?: Record<string, StepResult>;

@@ -1,0 +1,75 @@
+/**
+ * runStep in-process: the supervisor's phases around the fault-injecting fake trainer, under Temporal's
+ * MockActivityEnvironment (no server, no worker). A crash fails the attempt typed `crash` and the next attempt
+ * resumes from the newest complete checkpoint; a hang is stopped by the stall watchdog; a cancel stops the trainer.
+ */
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { GpuSlots } from '../../../src/activities/gpu-slots.js';
+import { createRunStep } from '../../../src/activities/run-step.js';
+import { logFile } from '../../../src/activities/step-files.js';
+import { groupAlive } from '../../../src/util/process-group.js';
+import type { PlanStep } from '../../../src/plan/types.js';
+import { fakeStep } from '../../integration/harness.js';
+
+let runDir: string;
+beforeEach(() => {
+  runDir = mkdtempSync(join(tmpdir(), 'infir2-mockact-'));
+});
+afterEach(() => rmSync(runDir, { recursive: true, force: true }));
+
+const runStep = createRunStep({ gpus: new GpuSlots([]), killGraceMs: 2_000, keepAliveMs: 200 });
+
+function attempt(step: PlanStep, n: number, env = new MockActivityEnvironment()) {
+  return env.run(runStep, { recipe: 'r', runId: 'r1', runDir, step, attempt: n });
+}
+
+const journal = (step: PlanStep) =>
+  readFileSync(join(step.command.cwd, 'journal.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { iteration: number });
+
+describe('runStep under MockActivityEnvironment', () => {
+  it('a crash fails the attempt as crash; the next resumes from the last complete checkpoint', async () => {
+    const step = fakeStep({ id: 'cpt', runDir, iters: 8, saveInterval: 3, sleep: 0.01, faults: ['crash@5'] });
+    const beats: unknown[] = [];
+    const env = new MockActivityEnvironment();
+    env.on('heartbeat', (d: unknown) => beats.push(d));
+    const err = await attempt(step, 1, env).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect((err as ApplicationFailure).type).toBe('crash');
+    expect(beats.length).toBeGreaterThan(0);
+
+    const res = await attempt(step, 2);
+    expect(res).toMatchObject({ stepId: 'cpt', iteration: 8, attempts: 2, resumedFrom: 3 });
+    const log = readFileSync(logFile(runDir, 'cpt'), 'utf8');
+    expect(log).toContain('attempt 2 resuming from iteration 3');
+    // nothing up to the resumed checkpoint was computed twice
+    const second = journal(step).slice(journal(step).findIndex((j, i, all) => i > 0 && j.iteration <= all[i - 1]!.iteration));
+    expect(second.every((j) => j.iteration > 3)).toBe(true);
+  });
+
+  it('a trainer that stops making progress is killed after the stall timeout and fails as hang', async () => {
+    const step = { ...fakeStep({ id: 'h', runDir, iters: 50, sleep: 0.01, faults: ['hang@3'] }), stallTimeoutSec: 1 };
+    const t0 = Date.now();
+    const err = await attempt(step, 1).then(() => null, (e: unknown) => e);
+    expect((err as ApplicationFailure).type).toBe('hang');
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('a cancel stops the whole process group and reports a cancellation', async () => {
+    const step = fakeStep({ id: 'c', runDir, iters: 1000, sleep: 0.05 });
+    const env = new MockActivityEnvironment();
+    let pid: number | null = null;
+    env.on('heartbeat', (d: { pid: number | null }) => {
+      pid ??= d.pid;
+      if (d.pid) env.cancel();
+    });
+    const err = await attempt(step, 1, env).then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(CancelledFailure);
+    expect(pid).not.toBeNull();
+    expect(groupAlive(pid!)).toBe(false);
+  });
+});

@@ -1,0 +1,65 @@
+/**
+ * stageRun's retry rule, in-process (time-skipping test server, mocked runStep): every failure class is retried
+ * exactly its budget and no more, config never; the attempt count and the failure tally are what status shows.
+ */
+import { WorkflowFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FAILURE_CLASSES } from '../../../src/plan/types.js';
+import type { stageRun } from '../../../src/workflows/stage-run.js';
+import { BUDGETS, scriptedRunStep, step, timeSkippingEnv, withWorkers } from './inproc.js';
+
+const QUEUE = 'inproc-stage';
+let env: TestWorkflowEnvironment;
+beforeAll(async () => {
+  env = await timeSkippingEnv();
+}, 60_000);
+afterAll(async () => env?.teardown());
+
+function start(id: string, script: Parameters<typeof scriptedRunStep>[0]) {
+  const { runStep, calls } = scriptedRunStep(script);
+  const run = withWorkers(env, [QUEUE], { runStep }, () =>
+    env.client.workflow.execute<typeof stageRun>('stageRun', {
+      taskQueue: QUEUE,
+      workflowId: `stage-${id}-${Date.now()}`,
+      // retryDelaySec 30: a real pause between attempts, which the time-skipping server skips
+      args: [{ recipe: 'r', runId: 'r1', runDir: '/runs/r', step: step(id), taskQueue: QUEUE, heartbeatTimeoutSec: 60, retryDelaySec: 30 }],
+    }),
+  );
+  return { run, calls };
+}
+
+describe('stageRun retry budgets (in-process)', () => {
+  const retried = FAILURE_CLASSES.filter((c) => c !== 'config');
+
+  it.each(retried)('%s: retried up to its budget, then the step completes', async (cls) => {
+    const budget = BUDGETS[cls];
+    const { run, calls } = start(`ok-${cls}`, { [`ok-${cls}`]: [...Array(budget).fill(cls), 'ok'] });
+    const res = await run;
+    expect(res.attempts).toBe(budget + 1);
+    expect(calls.map((c) => c.attempt)).toEqual(Array.from({ length: budget + 1 }, (_, i) => i + 1));
+  });
+
+  it.each(retried)('%s: one failure past its budget fails the step, naming the budget', async (cls) => {
+    const budget = BUDGETS[cls];
+    const { run, calls } = start(`spent-${cls}`, { [`spent-${cls}`]: Array(budget + 1).fill(cls) });
+    const err = await run.then(() => null, (e: unknown) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    expect(String((err as WorkflowFailedError).cause?.message)).toContain(`the ${cls} retry budget (${budget}) is spent`);
+    expect(calls).toHaveLength(budget + 1);
+  });
+
+  it('config: never retried, whatever the budget', async () => {
+    const { run, calls } = start('config', { config: ['config', 'ok'] });
+    const err = await run.then(() => null, (e: unknown) => e);
+    expect(String((err as WorkflowFailedError).cause?.message)).toContain('a configuration error is never retried');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('budgets are per class: failures of different classes do not add up', async () => {
+    // crash 2 + hang 1 + oom 1: each within its own budget, so the fifth attempt runs and completes
+    const { run, calls } = start('mixed', { mixed: ['crash', 'hang', 'crash', 'oom', 'ok'] });
+    expect((await run).attempts).toBe(5);
+    expect(calls).toHaveLength(5);
+  });
+});
