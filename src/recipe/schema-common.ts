@@ -1,0 +1,137 @@
+/**
+ * The recipe format, part 1: what the stages share — retry budgets, the stage fields every stage carries, the
+ * model's architecture, pools, software locations, parallelism. `schema.ts` assembles the recipe; this file and
+ * `schema-stages.ts` hold its parts. Every key's `.describe()` text is its meaning in docs/recipe-reference.md.
+ */
+import { z } from 'zod';
+import type { Launcher, Precision } from '../plan/types.js';
+import { count, duration, envName, name, natural, path, positive } from './fields.js';
+
+// The Plan's types (src/plan/types.ts) name the same values; `satisfies` keeps the two in step.
+export const PRECISIONS = ['fp8', 'bf16'] as const satisfies readonly Precision[];
+export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const satisfies readonly Launcher[];
+
+/**
+ * Retry budget per failure class (see `FAILURE_CLASSES` in src/plan/types.ts). `config` failures are never
+ * retried: the same command would fail the same way.
+ */
+export const retries = (d: { crash: number; hang: number; oom: number; preempted: number }) =>
+  z
+    .strictObject({
+      crash: natural().default(d.crash).describe('retries after the trainer exits with an error'),
+      hang: natural().default(d.hang).describe('retries after a hang: no progress for `stallTimeout`, or NCCL/watchdog timeouts in the log'),
+      oom: natural().default(d.oom).describe('retries after the GPU (or host) runs out of memory'),
+      preempted: natural().default(d.preempted).describe('retries after the node or the worker went away (SIGTERM, SIGKILL, a lost heartbeat)'),
+    })
+    .prefault({})
+    .describe('retries per failure class; `config` failures (bad arguments, missing files) are never retried');
+
+/** What every stage carries: where it runs, how long it may go quiet, and how often it may be retried. */
+export const stageCommon = (d: { stall: string; attempt: string; retries: Parameters<typeof retries>[0] }) => ({
+  pool: name().describe('the pool (a key of `pools`) whose workers run this stage'),
+  nodes: count().optional().describe('nodes this stage uses; default: all of the pool\'s'),
+  gpusPerNode: natural().optional().describe('GPUs per node this stage uses; default: all of the pool\'s'),
+  retries: retries(d.retries),
+  stallTimeout: duration()
+    .prefault(d.stall)
+    .describe('no progress for this long (no new iteration, rollout or eval line) and the attempt is a hang: it is stopped and retried'),
+  attemptTimeout: duration().prefault(d.attempt).describe('upper bound of one attempt'),
+  extraArgs: z
+    .array(z.string())
+    .default([])
+    .describe(
+      'appended to the trainer\'s arguments (argparse: the last value of a flag wins); flags infir2 manages (`--load`, `--save`, `--ckpt-step`, …) and flags that break resuming (`--no-load-optim`, `--no-load-rng`, `--finetune`) are refused',
+    ),
+  env: z.record(envName(), z.string()).default({}).describe('environment of the training processes (slime: the Ray runtime env)'),
+});
+
+export const TRAIN_RETRIES = { crash: 3, hang: 2, oom: 1, preempted: 10 };
+export const TOOL_RETRIES = { crash: 1, hang: 1, oom: 1, preempted: 3 };
+
+/** Model architecture: what Megatron/slime need on the command line and what lint compares between stages. */
+export const arch = z
+  .strictObject({
+    numLayers: count().describe('transformer layers (`--num-layers`, HF `num_hidden_layers`)'),
+    hiddenSize: count().describe('model width (`--hidden-size`)'),
+    ffnHiddenSize: count().describe('SwiGLU inner width (`--ffn-hidden-size`, HF `intermediate_size`)'),
+    numAttentionHeads: count().describe('query heads (`--num-attention-heads`)'),
+    numQueryGroups: count().describe('key/value heads of grouped-query attention (`--num-query-groups`, HF `num_key_value_heads`)'),
+    rotaryBase: positive().describe('RoPE base (`--rotary-base`, HF `rope_theta`)'),
+    vocabSize: count().describe('vocabulary of the HF model (HF `vocab_size`); Megatron pads it, the export trims back to it'),
+    normEpsilon: positive().describe('RMSNorm epsilon (`--norm-epsilon`, HF `rms_norm_eps`)'),
+    tieEmbeddings: z.boolean().describe('input and output embeddings shared (HF `tie_word_embeddings`)'),
+    maxContext: count().describe('longest sequence the model handles (`--max-position-embeddings`); lint compares generation lengths with it'),
+  })
+  .describe('the model architecture: what Megatron and slime need on the command line, and what lint compares between stages');
+export type Arch = z.output<typeof arch>;
+
+/** A stage's own view of the architecture (slime's model script may differ from CPT's: InfiR2 1.5B does). */
+export const archOverride = arch.partial();
+
+export const model = z
+  .strictObject({
+    name: z.string().min(1).describe('human-readable name for summaries, e.g. `Qwen2.5-7B`'),
+    hf: path()
+      .optional()
+      .describe('HF model directory: config and tokenizer for SFT/RL (`--hf-checkpoint`), the HF export\'s `--origin-hf-dir`, the `base` model of eval'),
+    tokenizer: path().optional().describe('HF directory of the tokenizer CPT uses (`--tokenizer-model`); default: `hf`'),
+    base: path()
+      .optional()
+      .describe('the base model as a Megatron torch_dist checkpoint root (tracker `release`); CPT starts from it, SFT too when there is no CPT'),
+    arch,
+  })
+  .describe('the model being trained');
+
+export const pool = z
+  .strictObject({
+    taskQueue: z
+      .string()
+      .regex(/^\S+$/, { error: 'expected a task queue name without spaces' })
+      .describe('the Temporal task queue the pool\'s workers poll (`infir2 worker --pool <name>` polls `infir2-<name>`, `--task-queue` any other)'),
+    nodes: count().default(1).describe('nodes a step of this pool may span'),
+    gpusPerNode: natural().describe('GPUs per node; 0 for a CPU-only pool'),
+    launcher: z
+      .enum(LAUNCHERS)
+      .describe('how a step starts its processes: `local` (one process, or `torchrun --standalone`), `torchrun` (one node), `slurm` (`srun` starts torchrun on each node), `ray` (`ray job submit`, for slime)'),
+    rdzvEndpoint: z
+      .string()
+      .regex(/^[^\s:]+:\d+$/, { error: 'expected host:port' })
+      .default('localhost:29400')
+      .describe('torchrun/srun rendezvous `host:port`; a multi-node pool names its head node'),
+    rayAddress: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, { error: 'expected an http(s) URL' })
+      .default('http://127.0.0.1:8265')
+      .describe('the Ray dashboard address `ray job submit` and `ray job stop` talk to'),
+  })
+  .describe('a worker pool: machines with the same GPUs and launcher, served by workers on one task queue');
+export type Pool = z.output<typeof pool>;
+
+/** Where the external software lives on the workers (the InfiR2 Docker image layout by default). */
+export const software = z
+  .strictObject({
+    megatron: path().default('/root/Megatron-LM').describe('Megatron-LM checkout (`pretrain_gpt.py`)'),
+    slime: path().default('/root/slime').describe('slime checkout (`train.py`, `train_async.py`); the Ray job\'s working directory'),
+    infir2: path().default('/root/InfiR2').describe('InfiR2 checkout: `tools/convert_torch_dist_to_hf.py`, `tools/bf16_cast_fp8.py`'),
+    python: z.string().min(1).default('python3').describe('Python that runs the tools and slime\'s entry points (looked up on `PATH` when it has no `/`)'),
+    torchrun: z.string().min(1).default('torchrun').describe('torchrun program (looked up on `PATH` when it has no `/`)'),
+    srun: z.string().min(1).default('srun').describe('Slurm\'s srun program (looked up on `PATH` when it has no `/`)'),
+    ray: z.string().min(1).default('ray').describe('the Ray CLI (looked up on `PATH` when it has no `/`)'),
+  })
+  .prefault({})
+  .describe('where the external software lives on the workers (the InfiR2 Docker image\'s layout by default)');
+
+export const tensorParallel = z
+  .strictObject({
+    tensor: count().default(1).describe('tensor-parallel size (`--tensor-model-parallel-size`)'),
+    pipeline: count().default(1).describe('pipeline-parallel size (`--pipeline-model-parallel-size`)'),
+    context: count().default(1).describe('context-parallel size (`--context-parallel-size`)'),
+    expert: count().default(1).describe('expert-parallel size (`--expert-model-parallel-size`; slime only)'),
+    expertTensor: count().default(1).describe('expert tensor-parallel size (`--expert-tensor-parallel-size`; slime only)'),
+  })
+  .prefault({})
+  .describe('model parallelism; TP × PP × CP must divide the stage\'s GPUs');
+export type Parallel = z.output<typeof tensorParallel>;
+
+export const seed = () => natural().default(1234).describe('random seed (`--seed`)');
+export const wandbProject = () => z.string().min(1);
