@@ -3,7 +3,7 @@
  * print the run id and Web UI link; without --detach, follow it live and exit 0 on success, 1 on failure.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
@@ -11,7 +11,8 @@ import { UsageError } from '../errors.js';
 import { follow } from './follow.js';
 import { defaultRunId, loadCompiled } from './recipe-input.js';
 import type { Plan } from '../plan/types.js';
-import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId } from '../temporal/constants.js';
+import { makeRunDir, runDirProblem, undoRunDir } from '../rundir/probe.js';
+import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
 import { mdTable } from '../workflows/status-table.js';
@@ -69,12 +70,20 @@ export interface StartOptions {
  */
 export async function startRun(client: Client, plan: Plan, recipe: unknown, o: StartOptions): Promise<number> {
   const workflowId = runWorkflowId(plan.recipe, plan.runId);
+  const problem = runDirProblem(plan.runDir);
+  if (problem) throw new UsageError(`runDir ${plan.runDir}: ${problem}`);
   if (existsSync(join(plan.runDir, 'plan.json'))) {
     throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
   }
-  mkdirSync(plan.runDir, { recursive: true });
-  writeJsonAtomic(join(plan.runDir, 'recipe.json'), recipe);
-  writeJsonAtomic(join(plan.runDir, 'plan.json'), plan);
+  // The plan travels as the workflow's argument: refuse it here, whole, rather than leave a half-started run.
+  const planBytes = Buffer.byteLength(JSON.stringify(plan));
+  if (planBytes > PAYLOAD_LIMIT_BYTES) {
+    throw new UsageError(`the compiled plan is ${(planBytes / 2 ** 20).toFixed(1)} MiB, over Temporal's ${PAYLOAD_LIMIT_BYTES / 2 ** 20} MiB payload limit: shorten extraArgs, env or the eval benchmarks`);
+  }
+  const created = makeRunDir(plan.runDir);
+  const written = [join(plan.runDir, 'recipe.json'), join(plan.runDir, 'plan.json')];
+  writeJsonAtomic(written[0]!, recipe);
+  writeJsonAtomic(written[1]!, plan);
   try {
     // typed by the workflow's signature: a change of recipeRun's arguments fails to compile here
     await client.workflow.start<typeof recipeRun>('recipeRun', {
@@ -91,6 +100,8 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
       ],
     });
   } catch (err) {
+    // Nothing of a run that did not start stays behind: the same run id can be used again.
+    undoRunDir(written, created);
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists; pick another --run-id`);
     throw err;
   }

@@ -7,6 +7,9 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 /** Workflows (recipeRun, stageRun) run here; any worker may serve it. */
 export const ORCHESTRATOR_TASK_QUEUE = 'infir2-orchestrator';
 
+/** The Temporal server's default limit on one payload (`limit.blobSize.error`): a workflow argument larger fails. */
+export const PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
+
 /** The default task queue of a pool that does not name one. */
 export function poolTaskQueue(pool: string): string {
   return `infir2-${pool}`;

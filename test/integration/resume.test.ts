@@ -5,7 +5,7 @@
  * same way, and is read (status, logs, the dry run) with no worker up.
  */
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -169,5 +169,26 @@ describe('infir2 resume', () => {
     const after = JSON.parse((await cli(['status', workflowId, '--json'])).stdout) as { status: string; steps: { status: string }[] };
     expect(after.status).toBe('completed');
     expect(after.steps.map((s) => s.status)).toEqual(['kept', 'completed', 'completed']);
+  });
+});
+
+describe('run refuses what cannot start, and leaves nothing behind', () => {
+  it('a run directory under /proc: exit 2 at once, naming it (it used to spin forever)', async () => {
+    const t0 = Date.now();
+    const r = await cli(['run', 'tiny', '--set', 'runDir=/proc/x', '--detach', '--run-id', 'proc-dir']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe('error: runDir /proc/x/proc-dir: /proc is on the proc pseudo file system, which cannot hold a run');
+    expect(Date.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('a plan over the payload limit: exit 2 naming the sizes; no run directory; the run id stays usable', async () => {
+    // Under the loader's 1 MB limit, but the CPT env is copied into each of its three phases: a 2.7 MB plan.
+    const runDir = tmpRunDir(env, 'big-plan');
+    const file = join(env.dir, 'big.yaml');
+    writeFileSync(file, `preset: tiny\nname: big\nrunDir: ${runDir}\ncpt:\n  env:\n    BIG: ${'x'.repeat(900_000)}\n`);
+    const r = await cli(['run', file, '--detach', '--run-id', 'big-plan']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: the compiled plan is 2\.\d MiB, over Temporal's 2 MiB payload limit/);
+    expect(existsSync(runDir)).toBe(false);
   });
 });

@@ -1,0 +1,103 @@
+/**
+ * Is a path usable as a run directory? Checked before a run starts, in bounded time, and the directory made
+ * without Node's recursive mkdir: `mkdirSync('/proc/x/y', { recursive: true })` never returns (it retries the
+ * ENOENT that /proc answers forever), which made `infir2 run --set runDir=/proc/x` spin with no output.
+ */
+import { existsSync, mkdirSync, rmdirSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+
+/** File systems that hold no files of ours (statfs f_type magic numbers, linux/magic.h). */
+const PSEUDO_FS: Record<number, string> = {
+  0x9fa0: 'proc',
+  0x62656572: 'sysfs',
+  0x1cd1: 'devpts',
+  0x27e0eb: 'cgroup',
+  0x63677270: 'cgroup2',
+  0x64626720: 'debugfs',
+  0x74726163: 'tracefs',
+  0x73636673: 'securityfs',
+  0xcafe4a11: 'bpf',
+  0x6e736673: 'nsfs',
+};
+
+/** The errors a probe can meet, in words. */
+const ERRNO_WORDS: Record<string, string> = {
+  EROFS: 'read-only file system',
+  EACCES: 'permission denied',
+  EPERM: 'permission denied',
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'disk quota exceeded',
+  ENOTDIR: 'a path component is not a directory',
+  ENOENT: 'it cannot be created there',
+};
+
+export function errnoWords(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | null)?.code;
+  return (code && ERRNO_WORDS[code]) ?? (err instanceof Error ? err.message.split('\n')[0]! : String(err));
+}
+
+/** The deepest existing directory on the way to `dir`, and the components still to create below it. */
+function existingAncestor(dir: string): { base: string; missing: string[] } {
+  let base = resolve(dir);
+  const missing: string[] = [];
+  while (!existsSync(base) && dirname(base) !== base) {
+    missing.unshift(base.slice(dirname(base).length).replace(/^\//, ''));
+    base = dirname(base);
+  }
+  return { base, missing };
+}
+
+/** Why `dir` cannot hold a run (one line), or null when it can. Writes and removes one probe file. */
+export function runDirProblem(dir: string): string | null {
+  const { base } = existingAncestor(dir);
+  let st;
+  try {
+    st = statSync(base);
+  } catch (err) {
+    return `${base}: ${errnoWords(err)}`;
+  }
+  if (!st.isDirectory()) return `${base} is not a directory`;
+  const fsType = PSEUDO_FS[Number(statfsSync(base).type)];
+  if (fsType) return `${base} is on the ${fsType} pseudo file system, which cannot hold a run`;
+  // Root passes every permission check but not a read-only mount or a full disk: write a file to know.
+  const probe = join(base, `.infir2-probe-${process.pid}`);
+  try {
+    writeFileSync(probe, 'probe\n');
+  } catch (err) {
+    return `${base} is not writable: ${errnoWords(err)}`;
+  } finally {
+    try {
+      unlinkSync(probe);
+    } catch {
+      /* not written */
+    }
+  }
+  const fs = statfsSync(base);
+  if (Number(fs.bavail) * Number(fs.bsize) === 0) return `${base}: no space left on the device`;
+  return null;
+}
+
+/** Create `dir` one level at a time (never Node's recursive mkdir: see above); returns what it created. */
+export function makeRunDir(dir: string): string[] {
+  const { base, missing } = existingAncestor(dir);
+  const created: string[] = [];
+  let p = base;
+  for (const name of missing) {
+    p = join(p, name);
+    mkdirSync(p);
+    created.push(p);
+  }
+  return created;
+}
+
+/** Undo a start that failed: the files it wrote, then the directories it created, deepest first, if empty. */
+export function undoRunDir(files: string[], created: string[]): void {
+  for (const f of files) rmSync(f, { force: true });
+  for (const d of [...created].reverse()) {
+    try {
+      rmdirSync(d);
+    } catch {
+      return; // not empty: someone else's files are there
+    }
+  }
+}
