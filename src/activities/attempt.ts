@@ -5,6 +5,7 @@ import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Progress } from '../plan/contracts.js';
 import type { PlanStep } from '../plan/types.js';
+import { errnoWords } from '../rundir/probe.js';
 import { logFile } from './step-files.js';
 import { newLaunchIds, type LaunchIds } from './trainer-process.js';
 
@@ -29,6 +30,13 @@ export interface Attempt {
   log: WriteStream;
   /** A `[infir2 <time>] …` line in the step's log. */
   note: (msg: string) => void;
+  /** Resolves once everything written to the log so far has reached the file, or failed (then `logError`). */
+  flushLog: () => Promise<void>;
+  /**
+   * The first error of the step's log file (a full or read-only disk). Kept, not thrown: an unhandled stream
+   * error would take the whole worker down, with every other run it serves; the attempt reports it instead.
+   */
+  logError: Error | null;
 }
 
 export function openAttempt(input: RunStepInput): Attempt {
@@ -36,7 +44,7 @@ export function openAttempt(input: RunStepInput): Attempt {
   mkdirSync(step.command.cwd, { recursive: true });
   mkdirSync(dirname(logFile(runDir, step.id)), { recursive: true });
   const log = createWriteStream(logFile(runDir, step.id), { flags: 'a' });
-  return {
+  const a: Attempt = {
     step,
     input,
     ids: newLaunchIds(attempt),
@@ -55,15 +63,24 @@ export function openAttempt(input: RunStepInput): Attempt {
     started: Date.now(),
     ctx: Context.current(),
     log,
-    note: (msg: string) => log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`),
+    note: (msg: string) => {
+      if (!log.destroyed) log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`);
+    },
+    flushLog: () => new Promise<void>((resolve) => (log.destroyed ? resolve() : log.write('', () => resolve()))),
+    logError: null,
   };
+  log.on('error', (err) => {
+    a.logError ??= err;
+  });
+  return a;
 }
 
 /** The attempt's failure, typed by its class (the workflow's retry rule reads the type); config is final. */
 export function failure(a: Attempt, cls: string, reason: string): ApplicationFailure {
+  const logLost = a.logError ? `; the step's log could not be written (${logFile(a.input.runDir, a.step.id)}: ${errnoWords(a.logError)})` : '';
   return ApplicationFailure.create({
     type: cls,
-    message: `${a.step.id}: ${cls}: ${reason}`,
+    message: `${a.step.id}: ${cls}: ${reason}${logLost}`,
     nonRetryable: cls === 'config',
     details: [a.progress],
   });

@@ -141,6 +141,7 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   // has already ended is harmless.
   const stopCmd = stopCommand(step, a.ids);
   if (!succeeded && stopCmd) await runStopCommand(stopCmd, note);
+  await a.flushLog(); // a full or read-only disk under the log is part of why the attempt failed
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (succeeded) return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
   const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined });

@@ -78,7 +78,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   };
 
   trainer.all?.on('data', (chunk: Buffer) => {
-    a.log.write(chunk);
+    if (!a.log.destroyed) a.log.write(chunk);
     const parts = (partialLine + chunk.toString('utf8')).split(/\r\n|\r|\n/);
     partialLine = parts.pop() ?? '';
     parts.forEach(onLine);

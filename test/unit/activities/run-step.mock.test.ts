@@ -5,11 +5,12 @@
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GpuSlots } from '../../../src/activities/gpu-slots.js';
+import { failure, openAttempt } from '../../../src/activities/attempt.js';
 import { createRunStep } from '../../../src/activities/run-step.js';
 import { logFile } from '../../../src/activities/step-files.js';
 import { groupAlive } from '../../../src/util/process-group.js';
@@ -57,6 +58,21 @@ describe('runStep under MockActivityEnvironment', () => {
     const err = await attempt(step, 1).then(() => null, (e: unknown) => e);
     expect((err as ApplicationFailure).type).toBe('hang');
     expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+
+  it('a log file that cannot be written is reported by the attempt, not thrown at the worker', async () => {
+    // Before, a log stream's error (a full or read-only disk) was an unhandled 'error' event: the worker process
+    // died with it, and every run it served. A directory where the log file should be fails the same way.
+    const step = fakeStep({ id: 'nolog', runDir, iters: 4, sleep: 0.01 });
+    mkdirSync(logFile(runDir, 'nolog'), { recursive: true });
+    const seen = (await new MockActivityEnvironment().run(async () => {
+      const a = openAttempt({ recipe: 'r', runId: 'r1', runDir, step, attempt: 1 });
+      a.note('a line that cannot be written');
+      await a.flushLog();
+      return { code: (a.logError as NodeJS.ErrnoException | null)?.code, message: failure(a, 'crash', 'exit code 1').message };
+    })) as { code?: string; message: string };
+    expect(seen.code).toBe('EISDIR');
+    expect(seen.message).toBe(`nolog: crash: exit code 1; the step's log could not be written (${logFile(runDir, 'nolog')}: EISDIR: illegal operation on a directory, open '${logFile(runDir, 'nolog')}')`);
   });
 
   it('a cancel stops the whole process group and reports a cancellation', async () => {
