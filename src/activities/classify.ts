@@ -3,6 +3,7 @@
  * passes what it saw; the workflow spends the retry budget of the class.
  */
 import type { FailureClass } from '../plan/types.js';
+import { storageErrorInLine } from '../rundir/storage.js';
 
 export interface ExitFacts {
   exitCode: number | null;
@@ -82,6 +83,9 @@ export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string 
   if (f.stoppedBy === 'stall') return { cls: 'hang', reason: 'no progress within the stall timeout; the process was killed' };
   if (f.stoppedBy === 'timeout') return { cls: 'hang', reason: 'the attempt exceeded its time limit; the process was killed' };
   if (f.stoppedBy === 'shutdown') return { cls: 'preempted', reason: 'the worker shut down; the trainer was stopped to checkpoint' };
+  // A full or read-only disk under a save: waiting for space helps, retrying at once does not.
+  const storage = f.tail.map((l) => l.trim()).filter((l) => storageErrorInLine(l)).at(-1);
+  if (storage) return { cls: 'storage', reason: storage.slice(0, 300) };
   if (OOM.test(text)) return { cls: 'oom', reason: lastMatching(f.tail, OOM) ?? 'out of memory' };
   // The OOM killer's SIGKILL reaches the trainer itself, or a rank under torchrun/srun, which then reports it.
   const killed = f.signal === 'SIGKILL' || f.exitCode === 137 || f.tail.some((l) => KILLED.test(l));

@@ -31,6 +31,11 @@ export class GpuSlots {
     return this.free.splice(0, k);
   }
 
+  /** GPUs free right now. */
+  get freeCount(): number {
+    return this.free.length;
+  }
+
   release(ids: string[]): void {
     this.free.push(...ids);
     this.free.sort((a, b) => this.gpus.indexOf(a) - this.gpus.indexOf(b));

@@ -13,12 +13,15 @@
  *                   attempt with its class (classify.ts), which the workflow's retry rule reads
  *   release         GPUs and lock, on every path
  */
-import { CancelledFailure } from '@temporalio/common';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
 import type { StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, quarantinePartials } from '../rundir/checkpoints.js';
+import { prunePartials } from '../rundir/checkpoint-health.js';
+import { isStorageError, storageReason } from '../rundir/storage.js';
 import { failure, openAttempt, type Attempt, type RunStepInput } from './attempt.js';
 import { classifyExit } from './classify.js';
+import { refineVerdict, workerStorageVerdict } from './failure-evidence.js';
 import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
 import { type AcquireOptions, DirLock, LockBusyError } from './lock.js';
 import { watchOomKills, type OomWatch } from './oom-kills.js';
@@ -44,7 +47,14 @@ interface Held {
 
 export function createRunStep(opts: SupervisorOptions) {
   return async function runStep(input: RunStepInput): Promise<StepResult> {
-    const a = openAttempt(input);
+    let a: Attempt;
+    try {
+      a = openAttempt(input);
+    } catch (err) {
+      // The step's directory or log cannot even be created: a storage fault, not a crash of the worker.
+      if (!isStorageError(err)) throw err;
+      throw ApplicationFailure.create({ type: 'storage', message: `${input.step.id}: storage: ${storageReason(err.code!, err.path)}` });
+    }
     const held: Held = { gpuIds: [], lock: null };
     try {
       checkInputs(a);
@@ -54,6 +64,13 @@ export function createRunStep(opts: SupervisorOptions) {
       const { trainer, pgid, oomKills } = await launch(a, held, resumeFrom);
       const end = await supervise(a, trainer, pgid, held.lock!, opts);
       return await conclude(a, end, oomKills);
+    } catch (err) {
+      // Every file the worker writes (lock, moved checkpoints, result) may meet a full or read-only disk: the
+      // attempt fails as `storage` and the worker goes on serving everything else.
+      const v = workerStorageVerdict(a, err);
+      if (!v) throw err;
+      a.note(`attempt ${input.attempt} failed: storage: ${v.reason}`);
+      throw failure(a, v.cls, v.reason);
     } finally {
       opts.gpus.release(held.gpuIds);
       held.lock?.release();
@@ -77,7 +94,11 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
   const waitBeat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
   try {
     try {
+      if (opts.gpus.freeCount < step.gpus) {
+        waitFor(a, `GPUs: needs ${step.gpus}, ${opts.gpus.freeCount} of this worker's ${opts.gpus.gpus.length} free`);
+      }
       held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
+      waitFor(a, null);
     } catch (err) {
       // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
       if (!(err instanceof NotEnoughGpusError)) throw err;
@@ -91,10 +112,22 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
       onTakeover: note,
       killGraceMs: opts.killGraceMs,
       runStop: (stop) => runStopCommand(stop, note),
-    }, ctx.cancellationSignal, note);
+    }, ctx.cancellationSignal, (msg) => {
+      note(msg);
+      waitFor(a, msg.replace(/^waiting for the lock: /, 'the checkpoint directory\'s lock: '));
+    });
+    waitFor(a, null);
   } finally {
     clearInterval(waitBeat);
   }
+}
+
+/** Record (or end) a wait in the progress, which the heartbeat carries to `status`; sent at once. */
+function waitFor(a: Attempt, reason: string | null): void {
+  const was = a.progress.waiting;
+  if ((was?.reason ?? null) === reason) return;
+  a.progress.waiting = reason === null ? null : { reason, since: was?.since ?? new Date().toISOString(), until: null };
+  a.ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() });
 }
 
 /** The iteration to resume from (null: fresh), or 'done' when the final checkpoint is already complete. */
@@ -103,6 +136,7 @@ function chooseStart(a: Attempt): number | null | 'done' {
   const insp = step.checkpoint ? inspectCheckpointDir(step.checkpoint.dir) : null;
   if (insp) {
     for (const moved of quarantinePartials(insp, `${Date.now()}`)) note(`moved a partial checkpoint aside: ${moved}`);
+    for (const gone of prunePartials(insp.dir).removed) note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
     progress.lastCheckpoint = insp.latestComplete;
   }
   if (step.completion.kind === 'checkpoint' && completionMet(step, insp)) {
@@ -143,8 +177,11 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   if (!succeeded && stopCmd) await runStopCommand(stopCmd, note);
   await a.flushLog(); // a full or read-only disk under the log is part of why the attempt failed
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
-  if (succeeded) return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
-  const { cls, reason } = classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined });
+  if (succeeded) {
+    if (step.checkpoint) for (const gone of prunePartials(step.checkpoint.dir).removed) note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
+    return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
+  }
+  const { cls, reason } = refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined }), tail);
   note(`attempt ${input.attempt} failed: ${cls}: ${reason}`);
   throw failure(a, cls, reason);
 }

@@ -9,6 +9,7 @@ import { terminateGroup } from '../util/process-group.js';
 import type { Attempt } from './attempt.js';
 import type { DirLock } from './lock.js';
 import { parserFor } from './progress-parsers.js';
+import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Trainer } from './trainer-process.js';
 import { applyProgress, watchdogVerdict } from './watchdog.js';
 
@@ -91,8 +92,19 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   // A cancellation that arrived while the trainer was being launched fired before this listener existed.
   if (ctx.cancellationSignal.aborted) onAbort();
   const deadline = a.started + step.attemptTimeoutSec * 1000;
+  const room = step.checkpoint ? new SaveRoom(step.checkpoint.dir) : null;
+  let lastRoomCheck = 0;
   const timer = setInterval(() => {
     const now = Date.now();
+    if (room && now - lastRoomCheck >= SAVE_ROOM_CHECK_MS) {
+      lastRoomCheck = now;
+      const warning = room.check();
+      if (warning !== (progress.warning ?? null)) {
+        if (warning) note(`warning: ${warning}`);
+        progress.warning = warning;
+        beat();
+      }
+    }
     const verdict = watchdogVerdict({ now, lastAdvance, stallMs: step.stallTimeoutSec * 1000, deadline });
     if (verdict) stop(verdict);
     if (now - lastBeat >= opts.keepAliveMs) beat();

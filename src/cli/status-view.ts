@@ -30,21 +30,43 @@ export function headlineMetrics(m: Record<string, number>): string {
   return Object.keys(m).slice(0, 3).map((k) => `${k}=${num(m[k], 3)}`).join(' ');
 }
 
+/** `45s`, `12m`, `3h05m`: how long something has waited. */
+export function waitedFor(sinceIso: string, now = Date.now()): string {
+  const sec = Math.max(0, Math.round((now - Date.parse(sinceIso)) / 1000));
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m`;
+  return `${Math.floor(sec / 3600)}h${String(Math.floor((sec % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/**
+ * What a running step waits for, if it waits: between attempts (the workflow's pause after a storage fault) or
+ * inside one (the attempt's heartbeat: GPUs, the directory's lock). `waiting 3m: disk full on … (0.2 GB free)`.
+ */
+export function waitingNote(s: StepState, now = Date.now()): string | null {
+  if (s.status !== 'running') return null;
+  const w = s.waiting ?? s.progress?.waiting ?? null;
+  if (!w) return null;
+  const next = w.until ? `; next attempt in ${waitedFor(new Date(now).toISOString(), Date.parse(w.until))}` : '';
+  return `waiting ${waitedFor(w.since, now)}: ${w.reason}${next}`;
+}
+
 export function stepCells(s: StepState): string[] {
   const p = s.progress;
   const f = stepFigures(s);
+  const waiting = waitingNote(s);
   // A finished step's report: its headline score (as the Web UI shows it), else its first numbers.
   const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
-  const failure = s.lastFailure ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
+  const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
+  const warning = s.status === 'running' ? (p?.warning ?? '') : '';
   return [
     s.id,
-    s.status,
+    waiting ? 'waiting' : s.status,
     iterCell(f),
     num(f.loss),
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
-    [metrics, failure].filter(Boolean).join(' · '),
+    [waiting, metrics, failure, warning].filter(Boolean).join(' · '),
   ];
 }
 

@@ -8,6 +8,16 @@ import type { FailureClass } from './types.js';
 
 export type StepStatus = 'pending' | 'running' | 'completed' | 'kept' | 'failed' | 'cancelled' | 'skipped';
 
+/** A step (or an attempt) that waits for something; `status` shows it with how long it has waited. */
+export interface Waiting {
+  /** One line: `disk full on /data/run/cpt (1.2 GB free)`, `GPU slots: 2 of 8 free, needs 4`. */
+  reason: string;
+  /** ISO time the wait began. */
+  since: string;
+  /** ISO time the wait ends by itself (a retry pause), or null. */
+  until: string | null;
+}
+
 /** Progress as the activity reads it from the trainer's output; also the heartbeat details. */
 export interface Progress {
   iteration: number | null;
@@ -24,6 +34,10 @@ export interface Progress {
   attempt: number;
   pid: number | null;
   updatedAt: string;
+  /** Set while the attempt waits before launching (GPU slots, the checkpoint directory's lock). */
+  waiting?: Waiting | null;
+  /** Set while the next checkpoint save looks like it will not fit: `next save ~4.1 GB, 2.0 GB free on …`. */
+  warning?: string | null;
 }
 
 export interface StepState {
@@ -33,6 +47,8 @@ export interface StepState {
   /** Failures so far, by class. */
   failures: Partial<Record<FailureClass, number>>;
   lastFailure: { class: FailureClass; message: string } | null;
+  /** Why the step is running but not training: a pause before its next attempt (a full disk). */
+  waiting?: Waiting | null;
   progress: Progress | null;
   startedAt: string | null;
   endedAt: string | null;

@@ -32,9 +32,11 @@ export type Launcher = 'local' | 'torchrun' | 'slurm' | 'ray';
  * - hang: the process was alive but made no progress for the stall timeout
  * - oom: CUDA/host out-of-memory (a message in the output, or a SIGKILL while the kernel counted an OOM kill)
  * - preempted: SIGTERM/SIGKILL from outside, node or worker lost, heartbeat timeout of a dead worker
+ * - storage: the disk refused a write (full, read-only, quota, permission): waited out with growing pauses, as a
+ *   person usually frees the space within minutes
  * - config: the command cannot work as given (bad argument, missing input, traceback on argument parsing)
  */
-export const FAILURE_CLASSES = ['crash', 'hang', 'oom', 'preempted', 'config'] as const;
+export const FAILURE_CLASSES = ['crash', 'hang', 'oom', 'preempted', 'storage', 'config'] as const;
 export type FailureClass = (typeof FAILURE_CLASSES)[number];
 
 export interface Command {

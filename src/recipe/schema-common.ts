@@ -15,13 +15,16 @@ export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const satisfie
  * Retry budget per failure class (see `FAILURE_CLASSES` in src/plan/types.ts). `config` failures are never
  * retried: the same command would fail the same way.
  */
-export const retries = (d: { crash: number; hang: number; oom: number; preempted: number }) =>
+export const retries = (d: { crash: number; hang: number; oom: number; preempted: number; storage: number }) =>
   z
     .strictObject({
       crash: natural().default(d.crash).describe('retries after the trainer exits with an error'),
       hang: natural().default(d.hang).describe('retries after a hang: no progress for `stallTimeout`, or NCCL/watchdog timeouts in the log'),
       oom: natural().default(d.oom).describe('retries after the GPU (or host) runs out of memory'),
       preempted: natural().default(d.preempted).describe('retries after the node or the worker went away (SIGTERM, SIGKILL, a lost heartbeat)'),
+      storage: natural()
+        .default(d.storage)
+        .describe('retries after the disk refused a write (full, read-only, over quota, permission); the pause before each doubles, up to 10 minutes'),
     })
     .prefault({})
     .describe('retries per failure class; `config` failures (bad arguments, missing files) are never retried');
@@ -45,8 +48,9 @@ export const stageCommon = (d: { stall: string; attempt: string; retries: Parame
   env: z.record(envName(), z.string()).default({}).describe('environment of the training processes (slime: the Ray runtime env)'),
 });
 
-export const TRAIN_RETRIES = { crash: 3, hang: 2, oom: 1, preempted: 10 };
-export const TOOL_RETRIES = { crash: 1, hang: 1, oom: 1, preempted: 3 };
+// storage: 12 pauses doubling from the retry delay (5 s) to 10 min wait about an hour for a person to free space.
+export const TRAIN_RETRIES = { crash: 3, hang: 2, oom: 1, preempted: 10, storage: 12 };
+export const TOOL_RETRIES = { crash: 1, hang: 1, oom: 1, preempted: 3, storage: 6 };
 
 /** Model architecture: what Megatron/slime need on the command line and what lint compares between stages. */
 export const arch = z

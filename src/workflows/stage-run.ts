@@ -16,7 +16,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { PlanStep } from '../plan/types.js';
+import type { FailureClass, PlanStep } from '../plan/types.js';
 import type { StepResult, StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failureClassOf } from './failures.js';
@@ -38,6 +38,17 @@ export interface StageRunInput {
 
 /** Time the supervisor needs after the attempt limit to stop the process and report. */
 const ATTEMPT_SLACK_SEC = 120;
+/** The longest pause between storage attempts: a freed disk is noticed within this. */
+const STORAGE_BACKOFF_MAX_SEC = 600;
+
+/**
+ * Pause before the next attempt. A storage fault (a full disk) waits for a person, so its pauses double from the
+ * retry delay up to 10 minutes; any other class retries after the retry delay.
+ */
+export function retryPauseSec(cls: FailureClass, used: number, retryDelaySec: number): number {
+  if (cls !== 'storage') return retryDelaySec;
+  return Math.min(Math.max(retryDelaySec, 1) * 2 ** (used - 1), STORAGE_BACKOFF_MAX_SEC);
+}
 
 export function initialStepState(id: string): StepState {
   return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
@@ -75,14 +86,17 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
+  let pauseSec = input.retryDelaySec;
   for (;;) {
     state.attempts += 1;
     state.status = 'running';
+    state.waiting = null;
     state.startedAt ??= new Date().toISOString();
     publish(true);
     try {
       const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts });
       state.status = 'completed';
+      state.waiting = null;
       state.result = result;
       state.endedAt = new Date().toISOString();
       publish(true);
@@ -106,9 +120,15 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
         const why = cls === 'config' ? 'a configuration error is never retried' : `the ${cls} retry budget (${budget}) is spent`;
         throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${why})`, 'StepFailed', state);
       }
+      pauseSec = retryPauseSec(cls, used, input.retryDelaySec);
+      if (cls === 'storage') {
+        // Shown by `status` as "waiting: disk full on … (N GB free)" rather than a bare "running".
+        const now = Date.now();
+        state.waiting = { reason: message.replace(`${step.id}: storage: `, ''), since: new Date(now).toISOString(), until: new Date(now + pauseSec * 1000).toISOString() };
+      }
       publish(true);
     }
-    await sleep(`${input.retryDelaySec}s`);
+    await sleep(`${pauseSec}s`);
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof stageRun>({ ...input, state });
     }

@@ -72,7 +72,8 @@ function stepCells(s: StepState): string[] {
   const loss = [fmtLoss(f.loss), f.score ? formatScore(f.score, NBSP) : ''].filter(Boolean).join(' · ');
   return [
     s.id,
-    `${ICON[s.status]}${NBSP}${s.status}`,
+    // A step between attempts that waits for a person (a full disk) reads as waiting, not as training.
+    s.status === 'running' && s.waiting ? `⏸${NBSP}waiting` : `${ICON[s.status]}${NBSP}${s.status}`,
     fmtIter(f.iteration, f.total),
     loss,
     isNum(f.checkpoint) ? String(f.checkpoint) : '',
