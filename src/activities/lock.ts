@@ -11,10 +11,11 @@
  * leaves its Ray job training). So the lock also records the step's stop command (`ray job stop <id>`), and
  * whoever takes over a lock its holder did not release runs that command before training in the directory.
  */
-import { closeSync, openSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import { groupAlive, processStartTicks, terminateGroup } from '../util/process-group.js';
 
 export const LOCK_FILE = '.infir2.lock';
@@ -69,7 +70,14 @@ export class DirLock {
     for (let tries = 0; tries < 50; tries++) {
       try {
         const fd = openSync(file, 'wx');
-        writeSync(fd, JSON.stringify(info));
+        try {
+          writeSync(fd, JSON.stringify(info));
+        } catch (err) {
+          // A full disk: an empty lock file left behind would read as a contender's and stall the next attempt.
+          closeSync(fd);
+          unlinkSync(file);
+          throw err;
+        }
         closeSync(fd);
         return new DirLock(file, info);
       } catch (err) {
@@ -110,9 +118,7 @@ export class DirLock {
   /** Record the trainer's process group and stop command, so that a later attempt can find and stop it. */
   setTrainer(pgid: number, stop: StopCommand | null = null): void {
     this.info = { ...this.info, pgid, startTicks: processStartTicks(pgid), stop };
-    const tmp = `${this.file}.tmp-${process.pid}`;
-    writeFileSync(tmp, JSON.stringify(this.info));
-    renameSync(tmp, this.file);
+    writeFileAtomic(this.file, JSON.stringify(this.info));
   }
 
   /** Refresh the lease (the file's mtime). */

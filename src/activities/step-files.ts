@@ -2,12 +2,13 @@
  * The files of one step in the run directory, as an attempt reads and writes them: its log, its inputs, whether
  * its completion criterion is met on disk, its metrics, and its result (written last, atomically).
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync, type WriteStream } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, type WriteStream } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Progress, StepResult } from '../plan/contracts.js';
 import type { PlanStep } from '../plan/types.js';
 import { inspectCheckpointDir, type CheckpointInspection } from '../rundir/checkpoints.js';
 import { fingerprintOutputs } from '../rundir/outputs.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 
 export function logFile(runDir: string, stepId: string): string {
   return join(runDir, 'logs', `${stepId}.log`);
@@ -64,8 +65,7 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
   };
   const file = resultFile(runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(`${file}.tmp`, JSON.stringify(result, null, 2) + '\n');
-  renameSync(`${file}.tmp`, file);
+  writeFileAtomic(file, JSON.stringify(result, null, 2) + '\n', '.tmp');
   return result;
 }
 

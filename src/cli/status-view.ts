@@ -50,10 +50,10 @@ export function waitingNote(s: StepState, now = Date.now()): string | null {
   return `waiting ${waitedFor(w.since, now)}: ${w.reason}${next}`;
 }
 
-export function stepCells(s: StepState): string[] {
+export function stepCells(s: StepState, now = Date.now()): string[] {
   const p = s.progress;
   const f = stepFigures(s);
-  const waiting = waitingNote(s);
+  const waiting = waitingNote(s, now);
   // A finished step's report: its headline score (as the Web UI shows it), else its first numbers.
   const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
   const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';

@@ -4,12 +4,14 @@
  * had then; a step after a rerun step reruns too (its inputs change). Reruns move the old outputs aside
  * (renamed, never deleted) so that nothing stale is resumed from or mistaken for done.
  */
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Plan, PlanStep } from '../plan/types.js';
 import type { RunStatus, StepResult } from '../plan/contracts.js';
+import { badCheckpoints } from './checkpoint-health.js';
 import { inspectCheckpointDir, TRACKER_FILE } from './checkpoints.js';
 import { fingerprintOutputs } from './outputs.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 
 export type ResumeAction = 'keep' | 'resume' | 'rerun';
 
@@ -60,9 +62,12 @@ export function decideResume(plan: Plan, status: RunStatus, opts: { from?: strin
     } else {
       const latest = step.checkpoint && step.resume ? inspectCheckpointDir(step.checkpoint.dir).latestComplete : null;
       const was = st ? st.status : 'pending';
+      // The fallback, and why: checkpoints newer than the one resumed from that were found damaged.
+      const bad = step.checkpoint ? badCheckpoints(step.checkpoint.dir).filter((b) => latest === null || b.iteration > latest) : [];
+      const skipped = bad.map((b) => `; checkpoint ${b.iteration} marked bad (${b.reason})`).join('');
       d =
         latest !== null && !upstreamRerun
-          ? { stepId: step.id, action: 'resume', iteration: latest, reason: `${was}; newest complete checkpoint ${latest}` }
+          ? { stepId: step.id, action: 'resume', iteration: latest, reason: `${was}; newest complete checkpoint ${latest}${skipped}` }
           : {
               stepId: step.id,
               action: 'rerun',
@@ -105,8 +110,7 @@ export function clearForRerun(plan: Plan, decisions: ResumeDecision[], stamp: st
       if (m && Number(m[1]) > keptFloor) aside(join(dir, name));
     }
     // The tracker goes back to what the kept steps produced, so the rerun starts from there.
-    writeFileSync(join(dir, `${TRACKER_FILE}.tmp`), String(keptFloor));
-    renameSync(join(dir, `${TRACKER_FILE}.tmp`), join(dir, TRACKER_FILE));
+    writeFileAtomic(join(dir, TRACKER_FILE), String(keptFloor), '.tmp');
   }
   return moved;
 }

@@ -156,7 +156,7 @@ export function fakeStep(o: FakeStepOptions): PlanStep {
     ...(o.faults ?? []).flatMap((f) => ['--fault', f]),
     ...(o.extraArgs ?? []),
   ];
-  const retries = { crash: 2, hang: 2, oom: 1, preempted: 3, config: 0, ...o.retries };
+  const retries = { crash: 2, hang: 2, oom: 1, preempted: 3, storage: 3, config: 0, ...o.retries };
   if (o.files) {
     const out = join(cwd, 'report.json');
     return {

@@ -255,3 +255,19 @@ describe('classifyExit: crash', () => {
     expect(classifyExit(facts({ exitCode: 3, tail: ['    ValueError: bad shape   '] })).reason).toBe('exit code 3: ValueError: bad shape');
   });
 });
+
+describe('classifyExit: storage', () => {
+  it.each([
+    ["OSError: [Errno 28] No space left on device: '/data/run/cpt/iter_0000040/model.pt'"],
+    ['error: cannot save checkpoint to /data/run/cpt/iter_0000040: Read-only file system'],
+    ["OSError: [Errno 122] Disk quota exceeded: '/home/u/ckpt/common.pt'"],
+  ])('a disk that refused a write is storage, named by the line: %s', (line) => {
+    expect(classifyExit(facts({ exitCode: 1, tail: [...TRACEBACK, line] }))).toEqual({ cls: 'storage', reason: line });
+  });
+
+  it('before config and crash (a save that failed is not a bad argument), after a stop of ours', () => {
+    const tail = ['error: argument --save: cannot write', "OSError: [Errno 28] No space left on device: '/c'"];
+    expect(classifyExit(facts({ exitCode: 2, tail })).cls).toBe('storage');
+    expect(classifyExit(facts({ stoppedBy: 'stall', tail })).cls).toBe('hang');
+  });
+});

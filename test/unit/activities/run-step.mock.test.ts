@@ -5,7 +5,7 @@
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -50,6 +50,25 @@ describe('runStep under MockActivityEnvironment', () => {
     // nothing up to the resumed checkpoint was computed twice
     const second = journal(step).slice(journal(step).findIndex((j, i, all) => i > 0 && j.iteration <= all[i - 1]!.iteration));
     expect(second.every((j) => j.iteration > 3)).toBe(true);
+  });
+
+  it('a checkpoint that breaks every load is marked bad after two attempts in a row, and the step falls back', async () => {
+    // Megatron's way: no hash check, just a traceback while loading. The fake trainer reads common.pt as JSON.
+    const step = fakeStep({ id: 'bad', runDir, iters: 8, saveInterval: 3, sleep: 0.01, faults: ['crash@7'] });
+    expect(((await attempt(step, 1).catch((e: unknown) => e)) as ApplicationFailure).type).toBe('crash');
+    const ckpt = step.checkpoint!.dir;
+    writeFileSync(join(ckpt, 'iter_0000006', 'common.pt'), '\x00garbage');
+    const second = (await attempt(step, 2).catch((e: unknown) => e)) as ApplicationFailure;
+    expect(second.type).toBe('crash'); // one failure to load may be anything: retried on the same checkpoint
+    expect(second.message).not.toContain('damaged');
+    const third = (await attempt(step, 3).catch((e: unknown) => e)) as ApplicationFailure;
+    expect(third.type).toBe('crash');
+    expect(third.message).toMatch(/^bad: crash: checkpoint 6 is damaged \(2 attempts in a row failed before their first iteration after loading it\): moved aside to .*iter_0000006\.bad-\d+; the next attempt resumes from iteration 3 \(3 iterations to redo\)$/);
+    const [badDir] = readdirSync(ckpt).filter((n) => n.startsWith('iter_0000006.bad-'));
+    expect(readFileSync(join(ckpt, badDir!, 'INFIR2_BAD_CHECKPOINT.txt'), 'utf8')).toContain('bad: 2 attempts in a row failed');
+    const res = await attempt(step, 4);
+    expect(res).toMatchObject({ iteration: 8, resumedFrom: 3 });
+    expect(readFileSync(logFile(runDir, 'bad'), 'utf8')).toContain('marked checkpoint 6 bad');
   });
 
   it('a trainer that stops making progress is killed after the stall timeout and fails as hang', async () => {

@@ -40,6 +40,28 @@ describe('status stepCells', () => {
     );
   });
 
+  it('shows a step that waits between attempts (a full disk) as waiting: why, for how long, until when', () => {
+    const now = Date.parse('2025-10-01T12:05:00.000Z');
+    const s = state({
+      status: 'running',
+      attempts: 3,
+      lastFailure: { class: 'storage', message: 'cpt.stable: storage: disk full on /data/run (12 MB free)' },
+      waiting: { reason: 'disk full on /data/run (12 MB free)', since: '2025-10-01T12:02:00.000Z', until: '2025-10-01T12:07:00.000Z' },
+      progress: progress({ iteration: 1200, totalIterations: 35000, lastCheckpoint: 1000 }),
+    });
+    expect(stepCells(s, now)).toEqual(['cpt.stable', 'waiting', '1200/35000', '-', '-', '1000', '3', 'waiting 3m: disk full on /data/run (12 MB free); next attempt in 2m']);
+  });
+
+  it('shows an attempt that waits for GPUs (from its heartbeat), and a warning that the next save will not fit', () => {
+    const now = Date.parse('2025-10-01T12:00:45.000Z');
+    const waitingForGpus = state({ status: 'running', attempts: 1, progress: progress({ waiting: { reason: 'GPUs: needs 8, 0 of this worker\'s 8 free', since: '2025-10-01T12:00:00.000Z', until: null } }) });
+    expect(stepCells(waitingForGpus, now)).toEqual(['cpt.stable', 'waiting', '-', '-', '-', '-', '1', "waiting 45s: GPUs: needs 8, 0 of this worker's 8 free"]);
+    const warned = state({ status: 'running', attempts: 1, progress: progress({ iteration: 5, warning: 'the next save will not fit: ~4.1 GB (checkpoint 4), 2.0 GB free on /c' }) });
+    expect(stepCells(warned, now).at(-1)).toBe('the next save will not fit: ~4.1 GB (checkpoint 4), 2.0 GB free on /c');
+    // a finished step neither waits nor warns
+    expect(stepCells({ ...warned, status: 'completed' }, now).at(-1)).toBe('');
+  });
+
   it.each(['completed', 'kept'] as const)('shows a %s step\'s final result, not its stale progress', (status) => {
     const s = state({ status, attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.23456 }) });
     expect(stepCells(s)).toEqual(['cpt.stable', status, '4/4', '1.235', '123 tok/s', '4', '1', '']);

@@ -56,7 +56,7 @@ describe('loadRecipe', () => {
 
   it('fills schema defaults: retries, timeouts (durations in seconds), software locations', async () => {
     const { recipe } = await loadRecipe('infir2-7b');
-    expect(recipe.cpt?.retries).toEqual({ crash: 3, hang: 2, oom: 1, preempted: 10 });
+    expect(recipe.cpt?.retries).toEqual({ crash: 3, hang: 2, oom: 1, preempted: 10, storage: 12 });
     expect(recipe.cpt?.stallTimeout).toBe(7200);
     expect(recipe.cpt?.attemptTimeout).toBe(14 * 86400);
     expect(recipe.software.ray).toBe('ray');

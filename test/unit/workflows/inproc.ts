@@ -50,7 +50,7 @@ export async function withWorkers<T>(env: TestWorkflowEnvironment, queues: strin
   return rest.reduce<() => Promise<T>>((inner, w) => () => w.runUntil(inner()), () => first!.runUntil(fn()))();
 }
 
-export const BUDGETS: RetryBudgets = { crash: 2, hang: 1, oom: 1, preempted: 3, config: 0 };
+export const BUDGETS: RetryBudgets = { crash: 2, hang: 1, oom: 1, preempted: 3, storage: 2, config: 0 };
 
 export function step(id: string, dependsOn: string[] = [], retries: RetryBudgets = BUDGETS): PlanStep {
   return {

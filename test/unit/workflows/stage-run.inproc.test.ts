@@ -6,7 +6,8 @@ import { WorkflowFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAILURE_CLASSES } from '../../../src/plan/types.js';
-import type { stageRun } from '../../../src/workflows/stage-run.js';
+import { STEP_STATE_QUERY, type StepState } from '../../../src/plan/contracts.js';
+import { retryPauseSec, type stageRun } from '../../../src/workflows/stage-run.js';
 import { BUDGETS, scriptedRunStep, step, timeSkippingEnv, withWorkers } from './inproc.js';
 
 const QUEUE = 'inproc-stage';
@@ -61,5 +62,43 @@ describe('stageRun retry budgets (in-process)', () => {
     const { run, calls } = start('mixed', { mixed: ['crash', 'hang', 'crash', 'oom', 'ok'] });
     expect((await run).attempts).toBe(5);
     expect(calls).toHaveLength(5);
+  });
+
+  it('storage: the step waits between attempts, says why, and each pause doubles', async () => {
+    const { runStep } = scriptedRunStep({ disk: ['storage', 'storage', 'ok'] });
+    const workflowId = `stage-disk-${Date.now()}`;
+    const pauses: number[] = [];
+    const res = await withWorkers(env, [QUEUE], { runStep }, async () => {
+      const h = await env.client.workflow.start<typeof stageRun>('stageRun', {
+        taskQueue: QUEUE,
+        workflowId,
+        args: [{ recipe: 'r', runId: 'r1', runDir: '/runs/r', step: step('disk'), taskQueue: QUEUE, heartbeatTimeoutSec: 60, retryDelaySec: 30 }],
+      });
+      // Time stands still until the test awaits a result or sleeps: each pause is read while it lasts.
+      for (const attempt of [1, 2]) {
+        let st = await h.query<StepState>(STEP_STATE_QUERY);
+        while (!(st.attempts === attempt && st.waiting)) {
+          await new Promise((r) => setTimeout(r, 50));
+          st = await h.query<StepState>(STEP_STATE_QUERY);
+        }
+        expect(st.status).toBe('running');
+        expect(st.waiting!.reason).toBe('scripted');
+        pauses.push((Date.parse(st.waiting!.until!) - Date.parse(st.waiting!.since)) / 1000);
+        await env.sleep(`${pauses.at(-1)! + 1}s`);
+      }
+      return h.result();
+    });
+    expect(pauses).toEqual([30, 60]);
+    expect(res.attempts).toBe(3);
+  });
+
+  it.each([
+    ['crash', 1, 5],
+    ['storage', 1, 5],
+    ['storage', 2, 10],
+    ['storage', 8, 600],
+    ['storage', 30, 600],
+  ] as const)('pause after the %s failure number %i: %i s (retry delay 5 s)', (cls, used, sec) => {
+    expect(retryPauseSec(cls, used, 5)).toBe(sec);
   });
 });

@@ -1,0 +1,65 @@
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BAD_REASON_FILE, badCheckpoints, clearLoadFailures, markBad, prunePartials, recordLoadFailure } from '../../../src/rundir/checkpoint-health.js';
+import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from '../../../src/rundir/checkpoints.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'infir2-health-'));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function save(it: number, bytes = 10): void {
+  mkdirSync(join(dir, iterDirName(it)), { recursive: true });
+  writeFileSync(join(dir, iterDirName(it), 'model.pt'), 'm'.repeat(bytes));
+  writeFileSync(join(dir, iterDirName(it), 'metadata.json'), '{}');
+  writeFileSync(join(dir, TRACKER_FILE), String(it));
+}
+
+describe('checkpoint health', () => {
+  it('marks the newest checkpoint bad: moved aside with its reason, the tracker back to the previous one', () => {
+    save(20);
+    save(40);
+    const r = markBad(dir, 40, 'cpt: corrupt checkpoint: model.pt does not match metadata.json', '111');
+    expect(r).toEqual({ movedTo: join(dir, 'iter_0000040.bad-111'), fallback: 20 });
+    expect(readFileSync(join(r.movedTo, BAD_REASON_FILE), 'utf8')).toMatch(/^cpt: corrupt checkpoint: model.pt does not match metadata.json\nmarked bad at /);
+    expect(readFileSync(join(r.movedTo, 'model.pt'), 'utf8')).toBe('m'.repeat(10)); // never deleted
+    expect(readFileSync(join(dir, TRACKER_FILE), 'utf8')).toBe('20');
+    expect(inspectCheckpointDir(dir).latestComplete).toBe(20);
+    expect(badCheckpoints(dir)).toEqual([{ iteration: 40, path: r.movedTo, reason: 'cpt: corrupt checkpoint: model.pt does not match metadata.json' }]);
+    expect(readdirSync(dir).filter((n) => n.includes('.tmp'))).toEqual([]);
+  });
+
+  it('with no older checkpoint the tracker goes aside too: the next attempt starts fresh', () => {
+    save(10);
+    expect(markBad(dir, 10, 'bad', '5').fallback).toBeNull();
+    expect(existsSync(join(dir, TRACKER_FILE))).toBe(false);
+    expect(existsSync(join(dir, `${TRACKER_FILE}.bad-5`))).toBe(true);
+    expect(inspectCheckpointDir(dir).latestComplete).toBeNull();
+  });
+
+  it('counts failures before the first iteration per loaded checkpoint, in a row', () => {
+    expect(recordLoadFailure(dir, 40)).toBe(1);
+    expect(recordLoadFailure(dir, 40)).toBe(2);
+    expect(recordLoadFailure(dir, 20)).toBe(1); // another checkpoint starts the count again
+    clearLoadFailures(dir);
+    expect(recordLoadFailure(dir, 20)).toBe(1);
+  });
+
+  it('removes moved-aside partial saves once a complete checkpoint reaches them, and counts the rest', () => {
+    save(20);
+    mkdirSync(join(dir, 'iter_0000030.partial-1'));
+    writeFileSync(join(dir, 'iter_0000030.partial-1', 'x'), 'p'.repeat(1000));
+    mkdirSync(join(dir, 'iter_0000050.partial-2'));
+    writeFileSync(join(dir, 'iter_0000050.partial-2', 'x'), 'p'.repeat(500));
+    expect(prunePartials(dir)).toEqual({ removed: [], kept: [join(dir, 'iter_0000030.partial-1'), join(dir, 'iter_0000050.partial-2')].sort(), keptBytes: 1500 });
+    save(30);
+    const p = prunePartials(dir);
+    expect(p.removed).toEqual([join(dir, 'iter_0000030.partial-1')]);
+    expect(p.keptBytes).toBe(500);
+    expect(existsSync(join(dir, 'iter_0000030.partial-1'))).toBe(false);
+    expect(existsSync(join(dir, iterDirName(30)))).toBe(true);
+  });
+});
