@@ -7,6 +7,7 @@ import type { FailureClass } from '../plan/types.js';
 import { clearLoadFailures, markBad, prunePartials, recordLoadFailure } from '../rundir/checkpoint-health.js';
 import { formatBytes, isStorageError, storageErrorInLine, storageReason } from '../rundir/storage.js';
 import type { Attempt } from './attempt.js';
+import { logFile } from './step-files.js';
 
 /**
  * Damage a trainer reports while loading: the reference trainer's hash check (`corrupt checkpoint …: model.pt
@@ -40,7 +41,7 @@ export function storageVerdict(a: Attempt, code: string, path: string): Verdict 
 
 /** A storage error the worker itself met (opening the log, the lock, a rename), as a verdict; else null. */
 export function workerStorageVerdict(a: Attempt, err: unknown): Verdict | null {
-  return isStorageError(err) ? storageVerdict(a, err.code!, err.path) : null;
+  return isStorageError(err) ? storageVerdict(a, err.code, err.path ?? stepPath(a)) : null;
 }
 
 export function refineVerdict(a: Attempt, v: Verdict, tail: string[]): Verdict {
@@ -51,7 +52,7 @@ export function refineVerdict(a: Attempt, v: Verdict, tail: string[]): Verdict {
   // The step's own log could not be written: the disk under the run directory is the fault, whatever the
   // trainer did next.
   const logFault = a.logError && isStorageError(a.logError) ? a.logError : null;
-  if (logFault && v.cls !== 'config') return storageVerdict(a, logFault.code!, logFault.path);
+  if (logFault && v.cls !== 'config') return storageVerdict(a, logFault.code, logFault.path ?? logFile(a.input.runDir, a.step.id));
   return checkpointVerdict(a, v, tail) ?? v;
 }
 

@@ -53,7 +53,7 @@ export function createRunStep(opts: SupervisorOptions) {
     } catch (err) {
       // The step's directory or log cannot even be created: a storage fault, not a crash of the worker.
       if (!isStorageError(err)) throw err;
-      throw ApplicationFailure.create({ type: 'storage', message: `${input.step.id}: storage: ${storageReason(err.code!, err.path)}` });
+      throw ApplicationFailure.create({ type: 'storage', message: `${input.step.id}: storage: ${storageReason(err.code, err.path ?? input.step.command.cwd)}` });
     }
     const held: Held = { gpuIds: [], lock: null };
     try {

@@ -8,11 +8,10 @@ import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
 import { loadCompiled } from './recipe-input.js';
-import { startedPlan } from './resume.js';
 import { checkRunId, startRun } from './run.js';
 import { inspectCheckpointDir } from '../rundir/checkpoints.js';
 import { connectClient } from '../temporal/connection.js';
-import { resolveRun } from '../temporal/runs.js';
+import { resolveRun, startedPlan } from '../temporal/runs.js';
 
 export const USAGE = 'infir2 fork <run> --stage cpt.decay --from-iteration N [--run-id ID] [--set key=value]... [--detach]';
 export const OPTIONS = {

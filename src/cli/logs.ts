@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
 import { connectClient } from '../temporal/connection.js';
-import { recordedStatus, resolveRun } from '../temporal/runs.js';
+import { resolveRun, startedPlan } from '../temporal/runs.js';
 
 export const USAGE = 'infir2 logs <run> [--stage ID] [-f|--follow]';
 export const OPTIONS = { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } } satisfies Options;
@@ -29,13 +29,31 @@ function pump(file: string, offset: number): number {
   }
 }
 
+/** How long `--follow` rides out a server that does not answer (a restart) before giving up, ms. */
+const SERVER_GONE_MS = 120_000;
+
+/** Is the run still running? A server restart is waited out, as `run`'s own follow does. */
+async function stillRunning(handle: { describe(): Promise<{ status: { name: string } }> }): Promise<boolean> {
+  const since = Date.now();
+  for (;;) {
+    try {
+      return (await handle.describe()).status.name === 'RUNNING';
+    } catch (err) {
+      if (Date.now() - since > SERVER_GONE_MS) throw err;
+      await new Promise((res) => setTimeout(res, 1_000));
+    }
+  }
+}
+
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('logs', argv, OPTIONS, USAGE);
   const [ref] = positionals('logs', pos, ['run'], USAGE);
   const { client, connection } = await connectClient();
   try {
     const r = await resolveRun(client, ref!);
-    const st = await recordedStatus(r);
+    // The steps and the run directory come from the run's start event: files and history only, so that the logs
+    // of a run whose worker is gone can still be read.
+    const st = await startedPlan(r);
     const ids = st.steps.map((s) => s.id);
     if (values.stage && !ids.includes(values.stage)) {
       throw new UsageError(`--stage: no step '${values.stage}' in ${r.workflowId} (steps: ${ids.join(', ')})`);
@@ -55,7 +73,7 @@ export async function run(argv: string[]): Promise<number> {
     process.once('SIGINT', () => (stop = true));
     for (;;) {
       for (const id of wanted) offsets.set(id, pump(file(id), offsets.get(id)!));
-      const running = (await r.handle.describe()).status.name === 'RUNNING';
+      const running = await stillRunning(r.handle);
       if (!running || stop) {
         for (const id of wanted) pump(file(id), offsets.get(id)!);
         return 0;

@@ -5,7 +5,6 @@
  * decision per step and changes nothing.
  */
 import type { Client } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from '../errors.js';
@@ -13,10 +12,9 @@ import { follow } from './follow.js';
 import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
 import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../rundir/resume.js';
-import type { Plan } from '../plan/types.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
-import { recordedStatus, resolveRun, type RunRef } from '../temporal/runs.js';
+import { recordedStatus, resolveRun, startedPlan } from '../temporal/runs.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
 
 export const USAGE = 'infir2 resume <run> [--from STEP] [--dry-run] [--detach]';
@@ -25,14 +23,6 @@ export const OPTIONS = {
   'dry-run': { type: 'boolean' },
   detach: { type: 'boolean' },
 } satisfies Options;
-
-/** The Plan the run was started with: the first argument in its start event. */
-export async function startedPlan(ref: RunRef): Promise<Plan> {
-  const history = await ref.handle.fetchHistory();
-  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
-  if (!payload) throw new Error(`cannot read the plan of ${ref.workflowId} from its history`);
-  return defaultPayloadConverter.fromPayload(payload as never) as Plan;
-}
 
 export function renderDecisions(ds: ResumeDecision[]): string {
   const rows = [['STEP', 'ACTION', 'WHY'], ...ds.map((d) => [d.stepId, d.action === 'resume' ? `resume from ${d.iteration}` : d.action, d.reason])];

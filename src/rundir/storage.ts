@@ -6,15 +6,18 @@
 import { existsSync, readdirSync, statfsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 
-/** errno codes that mean the file system refused the write; EPERM only with a path (process.kill has none). */
-const STORAGE_CODES = new Set(['ENOSPC', 'EROFS', 'EDQUOT', 'EACCES', 'EPERM']);
+/** errno codes that always mean the file system refused a write (a write on an fd names no path). */
+const DISK_CODES = new Set(['ENOSPC', 'EROFS', 'EDQUOT']);
+/** Refusals that are the storage's only when a path is named (process.kill's EPERM has none). */
+const PATH_CODES = new Set(['EACCES', 'EPERM']);
 
 export type StorageCode = 'ENOSPC' | 'EROFS' | 'EDQUOT' | 'EACCES';
 
-/** A Node file-system error caused by the storage under `path`. */
-export function isStorageError(err: unknown): err is NodeJS.ErrnoException & { path: string } {
+/** A Node file-system error caused by the storage (its `path`, when it names one, says where). */
+export function isStorageError(err: unknown): err is NodeJS.ErrnoException & { code: string } {
   const e = err as NodeJS.ErrnoException | null;
-  return !!e && typeof e.code === 'string' && STORAGE_CODES.has(e.code) && typeof e.path === 'string';
+  if (!e || typeof e.code !== 'string') return false;
+  return DISK_CODES.has(e.code) || (PATH_CODES.has(e.code) && typeof e.path === 'string');
 }
 
 /**

@@ -5,9 +5,14 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import { UsageError } from '../errors.js';
-import type { Progress, RunStatus } from '../plan/contracts.js';
+import type { Progress, RunStatus, StepResult } from '../plan/contracts.js';
+import type { Plan } from '../plan/types.js';
 import { statusQuery } from '../workflows/definitions.js';
-import { MEMO, stepWorkflowId } from './constants.js';
+import { MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
+import { noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
+
+/** How long a status query may take before the run is read from the server's records instead, ms. */
+const QUERY_DEADLINE_MS = 8_000;
 
 export interface RunRef {
   workflowId: string;
@@ -74,12 +79,43 @@ async function closedStatus(handle: WorkflowHandle, desc: WorkflowExecutionDescr
 export async function recordedStatus(ref: RunRef, desc: WorkflowExecutionDescription = ref.description): Promise<RunStatus> {
   const closed = await closedStatus(ref.handle, desc);
   if (closed) return closed;
+  const client = ref.handle.client;
+  if (desc.status.name === 'RUNNING') {
+    // A query waits for a worker that may never come: ask the server who polls first, and bound the query.
+    const pollers = await orchestratorPollers(client, client.options.namespace);
+    const fromRecords = async (why: string) => {
+      const { plan, keep } = await startedArgs(ref);
+      return workerlessStatus(client, ref.workflowId, desc.runId, plan, keep, why);
+    };
+    if (!pollers.live) return fromRecords(noWorkerLine(pollers));
+    try {
+      return await client.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => ref.handle.query(statusQuery));
+    } catch {
+      const last = pollers.lastSeen ? ` (a worker last polled ${ORCHESTRATOR_TASK_QUEUE} at ${pollers.lastSeen.toISOString().replace(/\.\d+Z$/, 'Z')})` : '';
+      return fromRecords(`no worker answered the status query within ${QUERY_DEADLINE_MS / 1000} s${last}: shown from the server's records; start one with \`infir2 up\` or \`infir2 worker\``);
+    }
+  }
   try {
     return await ref.handle.query(statusQuery);
   } catch (err) {
-    const hint = desc.status.name === 'RUNNING' ? '' : ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
+    const hint = ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
     throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}${hint}`);
   }
+}
+
+/** The run's start arguments: the Plan and the results it keeps from an earlier execution. */
+export async function startedArgs(ref: RunRef): Promise<{ plan: Plan; keep: Record<string, StepResult> }> {
+  const history = await ref.handle.fetchHistory();
+  const [planPayload, optsPayload] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  if (!planPayload) throw new Error(`cannot read the plan of ${ref.workflowId} from its history`);
+  const plan = defaultPayloadConverter.fromPayload(planPayload as never) as Plan;
+  const opts = optsPayload ? (defaultPayloadConverter.fromPayload(optsPayload as never) as { keep?: Record<string, StepResult> } | null) : null;
+  return { plan, keep: opts?.keep ?? {} };
+}
+
+/** The Plan the run was started with: the first argument in its start event. */
+export async function startedPlan(ref: RunRef): Promise<Plan> {
+  return (await startedArgs(ref)).plan;
 }
 
 /** `fresh`: describe again (a follower polling); otherwise the description from resolving is used. */

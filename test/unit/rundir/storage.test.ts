@@ -15,6 +15,7 @@ const errno = (code: string, path?: string) => Object.assign(new Error(code), { 
 describe('storage faults in words', () => {
   it('knows the file-system errors that are the disk\'s, and only with a path', () => {
     for (const code of ['ENOSPC', 'EROFS', 'EDQUOT', 'EACCES', 'EPERM']) expect(isStorageError(errno(code, '/x'))).toBe(true);
+    for (const code of ['ENOSPC', 'EROFS', 'EDQUOT']) expect(isStorageError(errno(code))).toBe(true); // a write on an fd names no path
     expect(isStorageError(errno('EPERM'))).toBe(false); // process.kill's EPERM names no path
     expect(isStorageError(errno('ENOENT', '/x'))).toBe(false);
     expect(isStorageError(new Error('boom'))).toBe(false);
