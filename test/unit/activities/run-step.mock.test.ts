@@ -12,6 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { GpuSlots } from '../../../src/activities/gpu-slots.js';
 import { failure, openAttempt } from '../../../src/activities/attempt.js';
 import { createRunStep } from '../../../src/activities/run-step.js';
+import { refineVerdict } from '../../../src/activities/failure-evidence.js';
 import { logFile } from '../../../src/activities/step-files.js';
 import { groupAlive } from '../../../src/util/process-group.js';
 import type { PlanStep } from '../../../src/plan/types.js';
@@ -69,6 +70,25 @@ describe('runStep under MockActivityEnvironment', () => {
     const res = await attempt(step, 4);
     expect(res).toMatchObject({ iteration: 8, resumedFrom: 3 });
     expect(readFileSync(logFile(runDir, 'bad'), 'utf8')).toContain('marked checkpoint 6 bad');
+  });
+
+  it('damage the trainer names while loading marks the checkpoint bad at once (the reference trainer\'s hash check)', async () => {
+    const step = fakeStep({ id: 'named', runDir, iters: 50 });
+    const ckpt = step.checkpoint!.dir;
+    for (const it of [10, 20]) {
+      mkdirSync(join(ckpt, `iter_00000${it}`), { recursive: true });
+      writeFileSync(join(ckpt, `iter_00000${it}`, 'metadata.json'), '{}');
+    }
+    writeFileSync(join(ckpt, 'latest_checkpointed_iteration.txt'), '20');
+    const line = `error: corrupt checkpoint ${ckpt}/iter_0000020: model.pt does not match metadata.json (damaged file)`;
+    const v = (await new MockActivityEnvironment().run(async () => {
+      const a = openAttempt({ recipe: 'r', runId: 'r1', runDir, step, attempt: 2 });
+      a.progress.resumedFrom = 20;
+      return refineVerdict(a, { cls: 'crash', reason: `exit code 1: ${line}` }, [' loading distributed checkpoint', line]);
+    })) as { cls: string; reason: string };
+    expect(v.cls).toBe('crash');
+    expect(v.reason).toMatch(/^checkpoint 20 is damaged \(error: corrupt checkpoint .*\): moved aside to .*iter_0000020\.bad-\d+; the next attempt resumes from iteration 10 \(10 iterations to redo\)$/);
+    expect(readFileSync(join(ckpt, 'latest_checkpointed_iteration.txt'), 'utf8')).toBe('10');
   });
 
   it('a trainer that stops making progress is killed after the stall timeout and fails as hang', async () => {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BAD_REASON_FILE, badCheckpoints, clearLoadFailures, markBad, prunePartials, recordLoadFailure } from '../../../src/rundir/checkpoint-health.js';
 import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from '../../../src/rundir/checkpoints.js';
+import { decideResume } from '../../../src/rundir/resume.js';
+import { fakePlan, fakeStep } from '../../integration/harness.js';
 
 let dir: string;
 beforeEach(() => {
@@ -61,5 +63,32 @@ describe('checkpoint health', () => {
     expect(p.keptBytes).toBe(500);
     expect(existsSync(join(dir, 'iter_0000030.partial-1'))).toBe(false);
     expect(existsSync(join(dir, iterDirName(30)))).toBe(true);
+  });
+});
+
+describe('resume --dry-run after a checkpoint was marked bad', () => {
+  it('resumes from the fallback and says which checkpoint was skipped, and why', () => {
+    const runDir = dir;
+    const step = fakeStep({ id: 'cpt.stable', runDir, iters: 100 });
+    const ckpt = step.checkpoint!.dir;
+    mkdirSync(ckpt, { recursive: true });
+    const at = (it: number) => {
+      mkdirSync(join(ckpt, iterDirName(it)), { recursive: true });
+      writeFileSync(join(ckpt, iterDirName(it), 'metadata.json'), '{}');
+      writeFileSync(join(ckpt, TRACKER_FILE), String(it));
+    };
+    at(20);
+    at(40);
+    markBad(ckpt, 40, 'cpt.stable: corrupt checkpoint: model.pt does not match metadata.json (damaged file)', '7');
+    const plan = fakePlan(runDir, 'r', [step]);
+    const status = { recipe: 'fake', runId: 'r', runDir, status: 'failed' as const, message: null, steps: [{ id: 'cpt.stable', status: 'failed' as const, attempts: 3, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null }] };
+    expect(decideResume(plan, status)).toEqual([
+      {
+        stepId: 'cpt.stable',
+        action: 'resume',
+        iteration: 20,
+        reason: 'failed; newest complete checkpoint 20; checkpoint 40 marked bad (cpt.stable: corrupt checkpoint: model.pt does not match metadata.json (damaged file))',
+      },
+    ]);
   });
 });
