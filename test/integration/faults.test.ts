@@ -96,7 +96,11 @@ describe('a durable recipe run', () => {
     expect(st.failures.preempted).toBe(1); // killed by SIGKILL mid-save
     expect(st.result?.resumedFrom).toBe(3);
     const ckpts = readdirSync(join(runDir, 'cpt.decay', 'checkpoints'));
-    expect(ckpts.some((n) => n.startsWith('iter_0000006.partial-'))).toBe(true);
+    // Moved aside for the retry, then removed once a complete checkpoint 6 superseded it (it only held space).
+    const log = readFileSync(join(runDir, 'logs', 'cpt.decay.log'), 'utf8');
+    expect(log).toMatch(/moved a partial checkpoint aside: .*iter_0000006\.partial-\d+/);
+    expect(log).toMatch(/removed a partial save a newer complete checkpoint supersedes: .*iter_0000006\.partial-\d+/);
+    expect(ckpts.filter((n) => n.includes('.partial-'))).toEqual([]);
     expect(ckpts).toContain('iter_0000009');
   });
 
