@@ -14,7 +14,7 @@ type VerbModule = { run: (argv: string[]) => Promise<number | void> };
 const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; help: string }> = {
   validate: {
     load: () => import('./validate.js'),
-    usage: 'validate <recipe> [--set key=value]...',
+    usage: 'validate <recipe> [--set key=value]... [--check-paths]',
     help: 'check a recipe; exit 2 with one line per problem',
   },
   plan: {

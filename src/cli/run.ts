@@ -58,6 +58,13 @@ export function checkRunId(runId: string): string {
   return runId;
 }
 
+/** Why the plan cannot travel as the workflow's argument (over the server's payload limit), or null. */
+export function planPayloadProblem(plan: Plan): string | null {
+  const planBytes = Buffer.byteLength(JSON.stringify(plan));
+  if (planBytes <= PAYLOAD_LIMIT_BYTES) return null;
+  return `the compiled plan is ${(planBytes / 2 ** 20).toFixed(1)} MiB, over Temporal's ${PAYLOAD_LIMIT_BYTES / 2 ** 20} MiB payload limit: shorten extraArgs, env or the eval benchmarks`;
+}
+
 export interface StartOptions {
   detach: boolean;
   /** One more line for the Web UI's details (e.g. what a fork started from). */
@@ -76,10 +83,8 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
     throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
   }
   // The plan travels as the workflow's argument: refuse it here, whole, rather than leave a half-started run.
-  const planBytes = Buffer.byteLength(JSON.stringify(plan));
-  if (planBytes > PAYLOAD_LIMIT_BYTES) {
-    throw new UsageError(`the compiled plan is ${(planBytes / 2 ** 20).toFixed(1)} MiB, over Temporal's ${PAYLOAD_LIMIT_BYTES / 2 ** 20} MiB payload limit: shorten extraArgs, env or the eval benchmarks`);
-  }
+  const tooBig = planPayloadProblem(plan);
+  if (tooBig) throw new UsageError(tooBig);
   const created = makeRunDir(plan.runDir);
   const written = [join(plan.runDir, 'recipe.json'), join(plan.runDir, 'plan.json')];
   writeJsonAtomic(written[0]!, recipe);

@@ -21,6 +21,21 @@ describe('infir2 validate', () => {
     expect(r.stdout).toMatch(/\(2 warnings\)/);
   });
 
+  it('--check-paths: a run directory this machine can write passes, with the room left', async () => {
+    const r = await runInProcess(['validate', 'tiny', '--check-paths', '--set', `runDir=${join(tmpdir(), 'infir2-check-paths', 'runs')}`]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^ok: .*; runDir ${join(tmpdir(), 'infir2-check-paths', 'runs')} is writable \\([\\d.]+ [kMG]B free\\)$`, 'm'));
+  });
+
+  it('--check-paths: a run directory under /proc or behind a file is exit 2, one line naming it', async () => {
+    const proc = await runInProcess(['validate', 'tiny', '--check-paths', '--set', 'runDir=/proc/x']);
+    expect(proc.code).toBe(2);
+    expect(proc.stderr.trim()).toBe('error: runDir /proc/x: /proc is on the proc pseudo file system, which cannot hold a run');
+    const file = await runInProcess(['validate', 'tiny', '--check-paths', '--set', `runDir=${join(ROOT, 'package.json', 'runs')}`]);
+    expect(file.code).toBe(2);
+    expect(file.stderr.trim()).toBe(`error: runDir ${join(ROOT, 'package.json', 'runs')}: ${join(ROOT, 'package.json')} is not a directory`);
+  });
+
   it.each([
     [['validate'], /^error: validate: missing <recipe>$/m],
     [['validate', 'tiny', 'extra'], /^error: validate: unexpected argument 'extra'$/m],
