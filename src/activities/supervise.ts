@@ -8,6 +8,7 @@ import { PROGRESS_SIGNAL } from '../plan/contracts.js';
 import { terminateGroup } from '../util/process-group.js';
 import type { Attempt } from './attempt.js';
 import type { DirLock } from './lock.js';
+import { LineSplitter } from './line-splitter.js';
 import { parserFor } from './progress-parsers.js';
 import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Trainer } from './trainer-process.js';
@@ -32,7 +33,6 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const { step, progress, note, ctx } = a;
   const parse = parserFor(step.progress.format);
   const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [] };
-  let partialLine = '';
   let lastAdvance = Date.now();
   let lastBeat = 0;
   let stopping: Promise<unknown> | null = null;
@@ -78,12 +78,19 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     }
   };
 
-  trainer.all?.on('data', (chunk: Buffer) => {
-    if (!a.log.destroyed) a.log.write(chunk);
-    const parts = (partialLine + chunk.toString('utf8')).split(/\r\n|\r|\n/);
-    partialLine = parts.pop() ?? '';
-    parts.forEach(onLine);
+  const splitter = new LineSplitter(onLine);
+  const output = trainer.all;
+  output?.on('data', (chunk: Buffer) => {
+    const text = splitter.push(chunk);
+    // Backpressure: a trainer that prints faster than the disk takes it waits on its pipe, as it would on a
+    // terminal, instead of the worker holding the difference in memory.
+    if (!a.log.destroyed && !a.log.write(text) && !output.isPaused()) {
+      output.pause();
+      a.log.once('drain', () => output.resume());
+    }
   });
+  // A log that failed (a full disk) never drains: the trainer must not wait on it.
+  a.log.once('close', () => output?.resume());
 
   beat();
   // Event handlers run outside the activity's async context: read everything through `ctx`.
@@ -118,7 +125,8 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     clearInterval(timer);
     ctx.cancellationSignal.removeEventListener('abort', onAbort);
   }
-  if (partialLine) onLine(partialLine);
+  const last = splitter.end();
+  if (last && !a.log.destroyed) a.log.write(last);
   // The leader is gone; nothing it started may outlive the attempt.
   if (stopping) await stopping;
   await terminateGroup(pgid, 2_000);
