@@ -36,7 +36,7 @@ function step(completion: Completion, over: Partial<PlanStep> = {}): PlanStep {
     completion,
     stallTimeoutSec: 600,
     attemptTimeoutSec: 86400,
-    retries: { crash: 3, hang: 2, oom: 1, preempted: 10, config: 0 },
+    retries: { crash: 3, hang: 2, oom: 1, preempted: 10, storage: 12, config: 0 },
     summary: 'test step',
     ...over,
   };
