@@ -130,13 +130,18 @@ function waitFor(a: Attempt, reason: string | null): void {
   a.ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() });
 }
 
+/** Remove the moved-aside partial saves a complete checkpoint has superseded, saying so in the step's log. */
+function pruneSuperseded(a: Attempt, dir: string): void {
+  for (const gone of prunePartials(dir).removed) a.note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
+}
+
 /** The iteration to resume from (null: fresh), or 'done' when the final checkpoint is already complete. */
 function chooseStart(a: Attempt): number | null | 'done' {
   const { step, progress, note } = a;
   const insp = step.checkpoint ? inspectCheckpointDir(step.checkpoint.dir) : null;
   if (insp) {
     for (const moved of quarantinePartials(insp, `${Date.now()}`)) note(`moved a partial checkpoint aside: ${moved}`);
-    for (const gone of prunePartials(insp.dir).removed) note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
+    pruneSuperseded(a, insp.dir);
     progress.lastCheckpoint = insp.latestComplete;
   }
   if (step.completion.kind === 'checkpoint' && completionMet(step, insp)) {
@@ -178,7 +183,7 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   await a.flushLog(); // a full or read-only disk under the log is part of why the attempt failed
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (succeeded) {
-    if (step.checkpoint) for (const gone of prunePartials(step.checkpoint.dir).removed) note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
+    if (step.checkpoint) pruneSuperseded(a, step.checkpoint.dir);
     return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
   }
   const { cls, reason } = refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined }), tail);

@@ -1,7 +1,7 @@
 /**
  * The data that crosses the workflow/activity/client boundary: a step's progress (also the heartbeat details), its
- * state and result, a run's status, and the names of the messages that carry them. Plain types and strings, no
- * imports but the Plan's types: the workflows, the activities, the client and the CLI all read it.
+ * state and result, a run's status, and the names of the messages that carry them. Plain types, strings and the
+ * empty step state, no imports but the Plan's types: the workflows, the activities, the client and the CLI all read it.
  * `workflows/definitions.ts` turns the names into Temporal query/signal definitions.
  */
 import type { FailureClass } from './types.js';
@@ -53,6 +53,11 @@ export interface StepState {
   startedAt: string | null;
   endedAt: string | null;
   result: StepResult | null;
+}
+
+/** A step before its first attempt: what the workflows start from and what a record without it shows. */
+export function initialStepState(id: string): StepState {
+  return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
 }
 
 /** What a completed step hands on. */

@@ -9,7 +9,7 @@ import type { Progress, RunStatus, StepResult } from '../plan/contracts.js';
 import type { Plan } from '../plan/types.js';
 import { statusQuery } from '../workflows/definitions.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
-import { noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
+import { decodePayload, noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
 
 /** How long a status query may take before the run is read from the server's records instead, ms. */
 const QUERY_DEADLINE_MS = 8_000;
@@ -40,14 +40,7 @@ export async function resolveRun(client: Client, ref: string): Promise<RunRef> {
 
 /** Decode the first heartbeat detail of a pending activity. */
 function decodeProgress(payloads: unknown): Progress | null {
-  const list = (payloads as { payloads?: unknown[] } | null)?.payloads;
-  const first = list?.[0];
-  if (!first) return null;
-  try {
-    return defaultPayloadConverter.fromPayload(first as never) as Progress;
-  } catch {
-    return null;
-  }
+  return decodePayload<Progress>((payloads as { payloads?: unknown[] } | null)?.payloads?.[0]);
 }
 
 /**

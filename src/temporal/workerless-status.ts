@@ -7,7 +7,7 @@
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowClient } from '@temporalio/client';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
-import { PROGRESS_SIGNAL, type Progress, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
+import { initialStepState, PROGRESS_SIGNAL, type Progress, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
 import { FAILURE_CLASSES, type FailureClass, type Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
 
@@ -31,7 +31,7 @@ export async function orchestratorPollers(client: WorkflowClient, namespace: str
     taskQueueType: TYPE_WORKFLOW,
   });
   const seen = (res.pollers ?? [])
-    .map((p) => (p.lastAccessTime?.seconds != null ? new Date(Number(p.lastAccessTime.seconds) * 1000 + Math.floor((p.lastAccessTime.nanos ?? 0) / 1e6)) : null))
+    .map((p) => tsDate(p.lastAccessTime))
     .filter((d): d is Date => d !== null)
     .sort((a, b) => b.getTime() - a.getTime());
   const lastSeen = seen[0] ?? null;
@@ -44,17 +44,19 @@ export function noWorkerLine(p: OrchestratorPollers): string {
   return `no worker is polling ${ORCHESTRATOR_TASK_QUEUE} (none seen ${since}): shown from the server's records; start one with \`infir2 up\` or \`infir2 worker\``;
 }
 
-function decode<T>(payload: unknown): T | null {
+/** A protobuf Timestamp (seconds as a Long or string, nanos) as a Date; null when absent. */
+function tsDate(ts: { seconds?: unknown; nanos?: number | null } | null | undefined): Date | null {
+  return ts?.seconds != null ? new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)) : null;
+}
+
+/** One payload as the default converter reads it; null when absent or unreadable. */
+export function decodePayload<T>(payload: unknown): T | null {
   if (!payload) return null;
   try {
     return defaultPayloadConverter.fromPayload(payload as never) as T;
   } catch {
     return null;
   }
-}
-
-function blank(id: string): StepState {
-  return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
 }
 
 /**
@@ -65,29 +67,29 @@ async function lastAttempt(handle: ReturnType<WorkflowClient['getHandle']>): Pro
   const events = (await handle.fetchHistory()).events ?? [];
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
-    const at = e.eventTime?.seconds != null ? new Date(Number(e.eventTime.seconds) * 1000).toISOString() : null;
+    const at = tsDate(e.eventTime)?.toISOString() ?? null;
     const timedOut = e.activityTaskTimedOutEventAttributes?.failure;
     if (timedOut) {
-      const progress = decode<Progress>(timedOut.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0] ?? timedOut.cause?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]);
+      const progress = decodePayload<Progress>(timedOut.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0] ?? timedOut.cause?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]);
       return { progress, failure: { class: 'preempted', message: 'worker lost (heartbeat timeout)' }, at };
     }
     const failed = e.activityTaskFailedEventAttributes?.failure;
     if (failed) {
       const info = failed.applicationFailureInfo;
       const cls = (FAILURE_CLASSES as readonly string[]).includes(info?.type ?? '') ? (info!.type as FailureClass) : 'crash';
-      return { progress: decode<Progress>(info?.details?.payloads?.[0]), failure: { class: cls, message: failed.message ?? '' }, at };
+      return { progress: decodePayload<Progress>(info?.details?.payloads?.[0]), failure: { class: cls, message: failed.message ?? '' }, at };
     }
     // The attempt's end may still be buffered behind a workflow task the lost worker had started: the newest
     // checkpoint it signalled is the last word.
     const signal = e.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName === PROGRESS_SIGNAL) return { progress: decode<Progress>(signal.input?.payloads?.[0]), failure: null, at };
+    if (signal?.signalName === PROGRESS_SIGNAL) return { progress: decodePayload<Progress>(signal.input?.payloads?.[0]), failure: null, at };
   }
   return { progress: null, failure: null, at: null };
 }
 
 /** One step's state from its child workflow of this execution (`parentRunId`). */
 async function stepFromServer(client: WorkflowClient, runWfId: string, parentRunId: string, id: string, kept: StepResult | undefined): Promise<StepState> {
-  const st = blank(id);
+  const st = initialStepState(id);
   if (kept) return { ...st, status: 'kept', result: kept };
   const handle = client.getHandle(stepWorkflowId(runWfId, id));
   let desc;
@@ -104,7 +106,7 @@ async function stepFromServer(client: WorkflowClient, runWfId: string, parentRun
   switch (desc.status.name) {
     case 'RUNNING': {
       const pending = desc.raw.pendingActivities?.[0];
-      const p = decode<Progress>(pending?.heartbeatDetails?.payloads?.[0]);
+      const p = decodePayload<Progress>(pending?.heartbeatDetails?.payloads?.[0]);
       if (p) return { ...st, status: 'running', progress: p, attempts: p.attempt };
       // No attempt in flight: the last one ended (its worker lost, say) and the next needs a worker to start.
       const last = await lastAttempt(handle);

@@ -22,9 +22,9 @@ import {
 } from '@temporalio/workflow';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
-import type { RunStatus, StepResult, StepState } from '../plan/contracts.js';
+import { initialStepState, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
 import { statusQuery, stepUpdateSignal } from './definitions.js';
-import { initialStepState, stageRun } from './stage-run.js';
+import { stageRun } from './stage-run.js';
 import { statusMarkdown } from './status-table.js';
 
 export interface RecipeRunOptions {

@@ -17,7 +17,7 @@ import {
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
 import type { FailureClass, PlanStep } from '../plan/types.js';
-import type { StepResult, StepState } from '../plan/contracts.js';
+import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failureClassOf } from './failures.js';
 import { stepTable } from './status-table.js';
@@ -48,10 +48,6 @@ const STORAGE_BACKOFF_MAX_SEC = 600;
 export function retryPauseSec(cls: FailureClass, used: number, retryDelaySec: number): number {
   if (cls !== 'storage') return retryDelaySec;
   return Math.min(Math.max(retryDelaySec, 1) * 2 ** (used - 1), STORAGE_BACKOFF_MAX_SEC);
-}
-
-export function initialStepState(id: string): StepState {
-  return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
 }
 
 export async function stageRun(input: StageRunInput): Promise<StepResult> {
