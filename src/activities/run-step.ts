@@ -61,7 +61,7 @@ export function createRunStep(opts: SupervisorOptions) {
       await acquire(a, held, opts);
       const resumeFrom = chooseStart(a);
       if (resumeFrom === 'done') return writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
-      const { trainer, pgid, oomKills } = await launch(a, held, resumeFrom);
+      const { trainer, pgid, oomKills } = await launch(a, held, resumeFrom, opts.gpus);
       const end = await supervise(a, trainer, pgid, held.lock!, opts);
       return await conclude(a, end, oomKills);
     } catch (err) {
@@ -93,12 +93,13 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
   // Heartbeat while waiting, so a long wait is not mistaken for a dead worker.
   const waitBeat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
   try {
+    const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
     try {
-      if (opts.gpus.freeCount < step.gpus) {
-        waitFor(a, `GPUs: needs ${step.gpus}, ${opts.gpus.freeCount} of this worker's ${opts.gpus.gpus.length} free`);
-      }
-      held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal);
-      waitFor(a, null);
+      // Free in this worker and unclaimed by any other process on the host; a wait names who holds the GPUs.
+      held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal, owner, (why) => {
+        if (why) note(`waiting for ${why}`);
+        waitFor(a, why);
+      });
     } catch (err) {
       // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
       if (!(err instanceof NotEnoughGpusError)) throw err;
@@ -107,7 +108,6 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
     }
     const lockDir = step.checkpoint?.dir ?? step.command.cwd;
     mkdirSync(lockDir, { recursive: true });
-    const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
     held.lock = await lockWhenFree(lockDir, owner, {
       onTakeover: note,
       killGraceMs: opts.killGraceMs,
@@ -153,7 +153,7 @@ function chooseStart(a: Attempt): number | null | 'done' {
   return progress.resumedFrom;
 }
 
-async function launch(a: Attempt, held: Held, resumeFrom: number | null) {
+async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: GpuSlots) {
   const { step, input, ids, progress } = a;
   const argv = launchArgv(step, ids, resumeFrom);
   a.note(`attempt ${input.attempt} ${resumeFrom !== null ? `resuming from iteration ${resumeFrom}` : 'starting fresh'}: ${argv.join(' ')}`);
@@ -165,6 +165,8 @@ async function launch(a: Attempt, held: Held, resumeFrom: number | null) {
     throw failure(a, 'config', `could not start ${argv[0]}: ${r.message ?? 'spawn failed'}`);
   }
   held.lock!.setTrainer(pgid, stopCommand(step, ids));
+  // The GPUs stay claimed on the host while this trainer lives, even if this worker dies before it does.
+  gpus.setTrainer(held.gpuIds, pgid);
   progress.pid = pgid;
   // Kernel OOM kills are counted from the launch, so that a SIGKILL can be told apart from an outside kill.
   return { trainer, pgid, oomKills: watchOomKills(pgid) };

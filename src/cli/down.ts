@@ -1,7 +1,9 @@
 /** `infir2 down`: stop what `infir2 up` started (the worker first, so that trainers checkpoint and stop). */
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { clearEmbedded, readEmbedded } from './embedded.js';
+import { ownedWorkers, stopWorkers } from './owned-workers.js';
 import { groupAlive, terminateGroup } from '../util/process-group.js';
+import { stateDir } from '../util/paths.js';
 
 export const USAGE = 'infir2 down';
 export const OPTIONS = {} satisfies Options;
@@ -10,13 +12,12 @@ export async function run(argv: string[]): Promise<number> {
   const { positionals: pos } = parseVerbArgs('down', argv, OPTIONS, USAGE);
   positionals('down', pos, [], USAGE);
   const s = readEmbedded();
+  // Every worker this state directory's `up` started, the recorded one and any it forgot (across server restarts).
+  const stopped = await stopWorkers(ownedWorkers(stateDir(), s));
+  for (const pid of stopped) process.stdout.write(`stopped the local worker (pid ${pid})\n`);
   if (!s) {
-    process.stdout.write('nothing to stop (no embedded server recorded)\n');
+    if (!stopped.length) process.stdout.write('nothing to stop (no embedded server recorded)\n');
     return 0;
-  }
-  if (s.workerPid && groupAlive(s.workerPid)) {
-    await terminateGroup(s.workerPid, 60_000);
-    process.stdout.write(`stopped the local worker (pid ${s.workerPid})\n`);
   }
   if (groupAlive(s.serverPid)) {
     await terminateGroup(s.serverPid, 15_000);

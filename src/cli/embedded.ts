@@ -6,6 +6,10 @@ import { stateDir } from '../util/paths.js';
 export interface EmbeddedState {
   serverPid: number;
   workerPid: number | null;
+  /** The worker's start time (clock ticks since boot), to tell it from a later process with its pid. */
+  workerStartTicks?: number | null;
+  /** The pools its worker serves. */
+  pools?: string[];
   address: string;
   uiUrl: string | null;
   dbFile: string;

@@ -1,7 +1,8 @@
 /**
  * `infir2 up`: the embedded default — the Temporal dev server (SQLite in the state directory, Web UI) and a
  * local worker serving the orchestrator queue and the given pools (default: `local`). Idempotent: what is
- * already up is left alone.
+ * already up is left alone. It owns what it starts: a worker left by a server that died is stopped before a new
+ * server starts, and it refuses to start beside a worker it did not start that serves the same pools.
  */
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -9,7 +10,9 @@ import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
 import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
-import { groupAlive } from '../util/process-group.js';
+import { foreignWorkers, ownedWorkers, stopWorkers } from './owned-workers.js';
+import { groupAlive, processStartTicks } from '../util/process-group.js';
+import { STARTED_BY_ENV } from '../workers/worker-registry.js';
 import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
 
 export const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';
@@ -30,9 +33,25 @@ export async function run(argv: string[]): Promise<number> {
   const state = stateDir();
 
   let current = readEmbedded();
-  if (current && groupAlive(current.serverPid)) {
-    process.stdout.write(`Temporal dev server already running (pid ${current.serverPid}) at ${current.address}\n`);
+  const serverUp = current !== null && groupAlive(current.serverPid);
+  const address = serverUp ? current!.address : `127.0.0.1:${port}`;
+  let mine = ownedWorkers(state, current);
+  // Refused before anything starts: a worker someone else started already takes these pools' steps here.
+  const foreign = foreignWorkers(state, address, pools).filter((w) => !mine.includes(w.pid));
+  if (foreign.length) {
+    throw new UsageError(
+      foreign.map(
+        (w) => `a worker that \`infir2 up\` did not start already serves ${w.taskQueues.join(', ')} on ${w.address} (pid ${w.pid}, since ${w.startedAt}): stop it, or give \`up\` other --pool names`,
+      ),
+    );
+  }
+  if (serverUp) {
+    process.stdout.write(`Temporal dev server already running (pid ${current!.serverPid}) at ${current!.address}\n`);
   } else {
+    // Workers of a server that is gone would reconnect to the next one and go on taking steps beside the new
+    // worker, unrecorded and never stopped by `down`: stop them (their trainers save) before starting anew.
+    for (const pid of await stopWorkers(mine)) process.stdout.write(`stopped the earlier local worker (pid ${pid}): its server was gone\n`);
+    mine = [];
     // Another server on the port would answer our readiness check while ours failed to bind: refuse first.
     for (const [flag, p] of [['port', port], ...(values.headless ? [] : [['ui-port', uiPort]])] as [string, number][]) {
       if (await portInUse(p)) throw new UsageError(`--${flag}: ${p} is already in use (another Temporal server? stop it, or choose another --${flag})`);
@@ -42,21 +61,27 @@ export async function run(argv: string[]): Promise<number> {
     current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
     writeEmbedded(current);
   }
-  await waitForServer(current.address);
+  await waitForServer(current!.address);
 
-  if (current.workerPid && groupAlive(current.workerPid)) {
-    process.stdout.write(`local worker already running (pid ${current.workerPid})\n`);
+  const [kept, ...extra] = mine;
+  if (kept) {
+    // One worker per `up`: a second one it started (its state file forgotten meanwhile) would split the steps.
+    for (const pid of await stopWorkers(extra)) process.stdout.write(`stopped a second local worker (pid ${pid})\n`);
+    if (kept !== current!.workerPid) current = { ...current!, workerPid: kept, workerStartTicks: processStartTicks(kept) };
+    writeEmbedded(current!);
+    process.stdout.write(`local worker already running (pid ${kept})\n`);
   } else {
     const args = [join(projectRoot(), 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p])];
     if (values.slots) args.push('--slots', values.slots);
-    const child = spawnDetached(process.execPath, args, join(state, 'worker.log'), { ...process.env, TEMPORAL_ADDRESS: current.address });
+    const env = { ...process.env, TEMPORAL_ADDRESS: current!.address, [STARTED_BY_ENV]: state };
+    const child = spawnDetached(process.execPath, args, join(state, 'worker.log'), env);
     if (!child.pid) throw new Error('could not start the local worker');
-    current = { ...current, workerPid: child.pid };
+    current = { ...current!, workerPid: child.pid, workerStartTicks: processStartTicks(child.pid), pools };
     writeEmbedded(current);
     process.stdout.write(`local worker started (pid ${child.pid}; pools: ${pools.join(', ')}; log: ${join(state, 'worker.log')})\n`);
   }
-  process.stdout.write(`Temporal: ${current.address}\n`);
-  if (current.uiUrl) process.stdout.write(`Web UI:   ${current.uiUrl}\n`);
+  process.stdout.write(`Temporal: ${current!.address}\n`);
+  if (current!.uiUrl) process.stdout.write(`Web UI:   ${current!.uiUrl}\n`);
   return 0;
 }
 

@@ -20,14 +20,15 @@ export async function run(argv: string[]): Promise<number> {
   const queues = [...(values.pool ?? []).map(poolTaskQueue), ...(values['task-queue'] ?? [])];
   if (!queues.length && values['no-workflows']) throw new UsageError(['worker: nothing to serve: give --pool NAME', `usage: ${USAGE}`]);
   const gpus = parseGpus(values.gpus ?? process.env.CUDA_VISIBLE_DEVICES ?? '');
-  await runPoolWorker({
+  const end = await runPoolWorker({
     taskQueues: queues,
     orchestrator: !values['no-workflows'],
     gpus,
     slots: values.slots ? intFlag('slots', values.slots, 1) : undefined,
     killGraceMs: values['kill-grace'] ? intFlag('kill-grace', values['kill-grace'], 30) * 1000 : undefined,
   });
-  return 0;
+  // Stopped because its server became another cluster: a supervisor that restarts it must not think all is well.
+  return end ? 1 : 0;
 }
 
 function parseGpus(raw: string): string[] {

@@ -31,6 +31,12 @@ export function processStartTicks(pid: number): number | null {
   return readStat(pid)?.startTicks ?? null;
 }
 
+/** Start time of a process that is alive (not a zombie), or null. */
+export function liveStartTicks(pid: number): number | null {
+  const st = readStat(pid);
+  return st && st.state !== 'Z' && st.state !== 'X' ? st.startTicks : null;
+}
+
 /** Live (non-zombie) members of a process group. */
 export function groupMembers(pgid: number): number[] {
   let pids: string[];

@@ -9,7 +9,10 @@ import { createActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
+import { connectConfig } from '../temporal/connection.js';
 import { connectWorker } from '../temporal/worker-connection.js';
+import { watchServerIdentity } from './server-identity.js';
+import { gpuOverlapWarnings, liveWorkers, registerWorker } from './worker-registry.js';
 import { workflowBundle } from './workflow-bundle.js';
 
 export interface PoolWorkerOptions {
@@ -56,7 +59,10 @@ function quietRuntime(log: (m: string) => void): void {
   Runtime.install({ logger });
 }
 
-export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
+/** Why the worker stopped by itself (null: it was asked to, by a signal). */
+export type WorkerEnd = { replacedServer: string } | null;
+
+export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   quietRuntime(log);
   const killGraceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
@@ -96,10 +102,30 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<void> {
       }),
     );
   }
+  // Other workers on this host given the same GPUs: sharing is safe (GPUs are claimed host-wide) but is worth
+  // knowing, since their steps now wait on each other.
+  for (const w of gpuOverlapWarnings(opts.gpus, liveWorkers())) log(w);
+  const address = connectConfig().connectionOptions.address;
+  const unregister = registerWorker({ address, namespace, taskQueues: opts.taskQueues, orchestrator: opts.orchestrator, gpus: opts.gpus });
+  let end: WorkerEnd = null;
+  const stopWatching = await watchServerIdentity(connection, address, (msg) => {
+    log(msg);
+    end = { replacedServer: msg };
+    for (const w of workers) {
+      try {
+        w.shutdown();
+      } catch {
+        /* already stopping */
+      }
+    }
+  });
   log(`worker ready: ${[opts.orchestrator ? ORCHESTRATOR_TASK_QUEUE : null, ...opts.taskQueues].filter(Boolean).join(', ')}; ${slots} slot(s); GPUs: ${opts.gpus.join(',') || 'none'}`);
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {
+    stopWatching();
+    unregister();
     await connection.close();
   }
+  return end;
 }

@@ -80,7 +80,8 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     workers: [],
     async startWorker(extra = []) {
       const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', '--pool', POOL, '--slots', '4', '--kill-grace', '3', ...extra], {
-        env: { ...process.env, TEMPORAL_ADDRESS: server.address },
+        // One host directory per test env: its workers share GPU claims with each other, never with other tests.
+        env: { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host') },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });

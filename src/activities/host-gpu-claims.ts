@@ -1,0 +1,151 @@
+/**
+ * GPUs claimed across processes on one host. A worker counts its GPU slots in memory, which two workers given
+ * the same `--gpus` (or inheriting the same CUDA_VISIBLE_DEVICES) do not share: both would hand GPU 0 to a
+ * trainer, an OOM or a silent 2× slowdown of both jobs. So a GPU is also claimed in the host directory, one file
+ * per GPU, for as long as a trainer may run on it.
+ *
+ * A claim names its worker and, once launched, the trainer's process group. It is stale only when both are gone:
+ * a trainer outliving a SIGKILLed worker still holds its GPU until the next attempt of its step stops it. The OS
+ * releases nothing here, so liveness is read from /proc, with start times to tell a reused pid apart.
+ */
+import { linkSync, mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../util/atomic-write.js';
+import { hostSubdir, processAlive, thisProcess, type ProcessId } from '../util/host-dir.js';
+import { groupAlive, processStartTicks } from '../util/process-group.js';
+
+export interface GpuClaimInfo {
+  gpu: string;
+  worker: ProcessId;
+  /** The trainer's process group (its leader), once launched. */
+  trainer: ProcessId | null;
+  /** Who uses it: the step's workflow id and attempt. */
+  owner: string;
+  since: string;
+  /** Unique per claim: a release removes only its own. */
+  token: string;
+}
+
+/** A stale-claim sweep left by a process that died inside it is broken after this long. */
+const SWEEP_LOCK_STALE_MS = 10_000;
+
+export class GpuClaim {
+  constructor(
+    readonly file: string,
+    private info: GpuClaimInfo,
+  ) {}
+
+  get gpu(): string {
+    return this.info.gpu;
+  }
+
+  /** Record the trainer, so that the GPU stays claimed while it lives even if this worker dies. */
+  setTrainer(pgid: number): void {
+    this.info = { ...this.info, trainer: { pid: pgid, startTicks: processStartTicks(pgid) } };
+    writeFileAtomic(this.file, JSON.stringify(this.info));
+  }
+
+  release(): void {
+    if (readClaim(this.file)?.token !== this.info.token) return;
+    try {
+      unlinkSync(this.file);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+export class HostGpuClaims {
+  constructor(readonly dir: string = hostSubdir('gpus')) {}
+
+  private file(gpu: string): string {
+    return join(this.dir, `gpu-${gpu}.json`);
+  }
+
+  /** Claim `gpu` for `owner`, or say who holds it. A dead holder's claim is cleared first. */
+  tryClaim(gpu: string, owner: string): { claim: GpuClaim } | { holder: GpuClaimInfo } {
+    const file = this.file(gpu);
+    const info: GpuClaimInfo = { gpu, worker: thisProcess(), trainer: null, owner, since: new Date().toISOString(), token: randomUUID() };
+    for (let tries = 0; tries < 3; tries++) {
+      // Written whole beside the claim, then linked into place: link fails if the claim exists, so a reader never
+      // sees a half-written claim and only one claimant wins.
+      const tmp = `${file}.${info.token}`;
+      writeFileSync(tmp, JSON.stringify(info));
+      try {
+        linkSync(tmp, file);
+        return { claim: new GpuClaim(file, info) };
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      } finally {
+        unlinkSync(tmp);
+      }
+      const held = readClaim(file);
+      if (held && claimLive(held)) return { holder: held };
+      this.sweep(file, held?.token ?? null);
+    }
+    const held = readClaim(file);
+    if (held) return { holder: held };
+    throw new Error(`could not claim GPU ${gpu} in ${this.dir}`);
+  }
+
+  /** The live holder of `gpu`, if any. */
+  holder(gpu: string): GpuClaimInfo | null {
+    const held = readClaim(this.file(gpu));
+    return held && claimLive(held) ? held : null;
+  }
+
+  /**
+   * Remove a dead holder's claim. Two sweepers must not both remove: the second would remove the fresh claim the
+   * first one's owner just made. So the removal happens under a directory made exclusively (mkdir is atomic), and
+   * only if the claim still carries the dead holder's token.
+   */
+  private sweep(file: string, staleToken: string | null): void {
+    const gate = `${file}.sweep`;
+    try {
+      mkdirSync(gate);
+    } catch {
+      try {
+        if (Date.now() - statSync(gate).mtimeMs > SWEEP_LOCK_STALE_MS) rmdirSync(gate);
+      } catch {
+        /* removed meanwhile */
+      }
+      return;
+    }
+    try {
+      const now = readClaim(file);
+      if (now?.token === staleToken || (now === null && staleToken === null)) {
+        try {
+          unlinkSync(file);
+        } catch {
+          /* gone */
+        }
+      }
+    } finally {
+      rmdirSync(gate);
+    }
+  }
+}
+
+function readClaim(file: string): GpuClaimInfo | null {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as GpuClaimInfo;
+  } catch {
+    return null;
+  }
+}
+
+function claimLive(c: GpuClaimInfo): boolean {
+  if (processAlive(c.worker)) return true;
+  if (!c.trainer || !groupAlive(c.trainer.pid)) return false;
+  // The leader may be gone while its children live on; if it is there, it must be the same process.
+  const ticks = processStartTicks(c.trainer.pid);
+  return ticks === null || c.trainer.startTicks === null || ticks === c.trainer.startTicks;
+}
+
+/** One line for a wait: who holds a GPU. */
+export function holderWords(h: GpuClaimInfo): string {
+  const trainer = h.trainer ? `, trainer process group ${h.trainer.pid}` : '';
+  const worker = processAlive(h.worker) ? `worker pid ${h.worker.pid}` : `a trainer whose worker (pid ${h.worker.pid}) is gone`;
+  return `GPU ${h.gpu} is held by ${h.owner} (${worker}${trainer})`;
+}
