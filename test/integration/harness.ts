@@ -39,7 +39,10 @@ export interface Env {
   client: Client;
   connection: Connection;
   workers: ChildProcess[];
-  startWorker(extra?: string[]): Promise<ChildProcess>;
+  /** A worker serving `pools` (default: the test pool) and the orchestrator queue, with `extra` flags. */
+  startWorker(extra?: string[], pools?: string[]): Promise<ChildProcess>;
+  /** What a worker started here has printed so far. */
+  outputOf(w: ChildProcess): string;
   stopWorker(w: ChildProcess): Promise<void>;
   restartServer(): Promise<void>;
   teardown(): Promise<void>;
@@ -71,6 +74,7 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
   let server = await startDevServer(serverOpts);
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection });
+  const outputs = new WeakMap<ChildProcess, () => string>();
   const env: Env = {
     dir,
     server,
@@ -78,8 +82,8 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     client,
     connection,
     workers: [],
-    async startWorker(extra = []) {
-      const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', '--pool', POOL, '--slots', '4', '--kill-grace', '3', ...extra], {
+    async startWorker(extra = [], pools = [POOL]) {
+      const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
         // One host directory per test env: its workers share GPU claims with each other, never with other tests.
         env: { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host') },
         stdio: ['ignore', 'pipe', 'pipe'],
@@ -88,6 +92,7 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
       let out = '';
       w.stderr?.on('data', (d) => (out += d));
       w.stdout?.on('data', (d) => (out += d));
+      outputs.set(w, () => out);
       env.workers.push(w);
       const deadline = Date.now() + 60_000;
       while (!out.includes('worker ready')) {
@@ -97,6 +102,7 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
       }
       return w;
     },
+    outputOf: (w) => outputs.get(w)?.() ?? '',
     async stopWorker(w) {
       if (w.pid && groupAlive(w.pid)) await terminateGroup(w.pid, 15_000);
     },
