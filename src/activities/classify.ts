@@ -9,7 +9,7 @@ export interface ExitFacts {
   exitCode: number | null;
   signal: string | null;
   /** Why the supervisor itself stopped the process, if it did. */
-  stoppedBy: 'stall' | 'cancel' | 'shutdown' | 'timeout' | null;
+  stoppedBy: 'stall' | 'cancel' | 'shutdown' | 'timeout' | 'vanished' | null;
   /** The trainer printed Megatron's "exiting program after receiving SIGTERM". */
   sawSigtermExit: boolean;
   /** Last lines of output, oldest first. */
@@ -83,6 +83,8 @@ export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string 
   if (f.stoppedBy === 'stall') return { cls: 'hang', reason: 'no progress within the stall timeout; the process was killed' };
   if (f.stoppedBy === 'timeout') return { cls: 'hang', reason: 'the attempt exceeded its time limit; the process was killed' };
   if (f.stoppedBy === 'shutdown') return { cls: 'preempted', reason: 'the worker shut down; the trainer was stopped to checkpoint' };
+  // The supervisor's line says which path; this is the class and its fallback words.
+  if (f.stoppedBy === 'vanished') return { cls: 'storage', reason: "a directory of the run vanished while the trainer ran; the process was stopped" };
   // A full or read-only disk under a save: waiting for space helps, retrying at once does not.
   const storage = f.tail.map((l) => l.trim()).filter((l) => storageErrorInLine(l)).at(-1);
   if (storage) return { cls: 'storage', reason: storage.slice(0, 300) };

@@ -18,6 +18,7 @@ import { mkdirSync } from 'node:fs';
 import type { StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, quarantinePartials } from '../rundir/checkpoints.js';
 import { prunePartials } from '../rundir/checkpoint-health.js';
+import { runDirVerdict } from '../rundir/run-identity.js';
 import { isStorageError, storageReason } from '../rundir/storage.js';
 import { failure, openAttempt, type Attempt, type RunStepInput } from './attempt.js';
 import { classifyExit } from './classify.js';
@@ -47,6 +48,9 @@ interface Held {
 
 export function createRunStep(opts: SupervisorOptions) {
   return async function runStep(input: RunStepInput): Promise<StepResult> {
+    // Before anything is created: a run directory that was removed must not be recreated empty.
+    const gone = runDirVerdict(input.runDir, input.recipe, input.runId);
+    if (gone) throw ApplicationFailure.create({ type: gone.cls, message: `${input.step.id}: ${gone.cls}: ${gone.reason}`, nonRetryable: gone.cls === 'config' });
     let a: Attempt;
     try {
       a = openAttempt(input);
@@ -176,7 +180,7 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   const { step, input, note } = a;
   const { exitCode, signal, stoppedBy, sawSigtermExit, tail } = end;
   note(`attempt ${input.attempt} ended: ${exitCode !== null ? `exit code ${exitCode}` : `signal ${signal}`}${stoppedBy ? ` (stopped: ${stoppedBy})` : ''}`);
-  const succeeded = stoppedBy !== 'cancel' && exitCode === 0 && !sawSigtermExit && completionMet(step);
+  const succeeded = stoppedBy !== 'cancel' && stoppedBy !== 'vanished' && exitCode === 0 && !sawSigtermExit && completionMet(step);
   // Whatever ended an unsuccessful attempt (a stop of ours, a signal from outside, an error), work it handed
   // elsewhere may still run: a killed `ray job submit` client leaves its Ray job training. Stopping a job that
   // has already ended is harmless.
@@ -188,7 +192,9 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
     if (step.checkpoint) pruneSuperseded(a, step.checkpoint.dir);
     return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
   }
-  const { cls, reason } = refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined }), tail);
+  const { cls, reason } = end.vanished
+    ? { cls: 'storage' as const, reason: end.vanished }
+    : refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined }), tail);
   note(`attempt ${input.attempt} failed: ${cls}: ${reason}`);
   throw failure(a, cls, reason);
 }

@@ -1,12 +1,14 @@
 /**
  * The supervise phase: from launch to exit, the trainer's output is teed to the step's log and parsed into
  * progress; progress heartbeats, a keep-alive heartbeat, a progress signal per checkpoint; the watchdog stops
- * the process group on a stall, the attempt deadline, a cancellation or a worker shutdown. It reports how the
+ * the process group on a stall, the attempt deadline, a cancellation or a worker shutdown, or when a directory
+ * the attempt depends on vanishes or is replaced (dir-watch.ts). It reports how the
  * attempt ended; deciding what that means is the next phase's (run-step.ts `conclude`).
  */
 import { PROGRESS_SIGNAL } from '../plan/contracts.js';
 import { terminateGroup } from '../util/process-group.js';
 import type { Attempt } from './attempt.js';
+import { DIR_WATCH_MS, DirWatch } from './dir-watch.js';
 import type { DirLock } from './lock.js';
 import { LineSplitter } from './line-splitter.js';
 import { parserFor } from './progress-parsers.js';
@@ -14,7 +16,7 @@ import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Trainer } from './trainer-process.js';
 import { applyProgress, watchdogVerdict } from './watchdog.js';
 
-export type StopReason = 'stall' | 'cancel' | 'shutdown' | 'timeout';
+export type StopReason = 'stall' | 'cancel' | 'shutdown' | 'timeout' | 'vanished';
 
 export interface AttemptEnd {
   exitCode: number | null;
@@ -24,6 +26,8 @@ export interface AttemptEnd {
   sawSigtermExit: boolean;
   /** The last lines of its output (the failure classifier reads them). */
   tail: string[];
+  /** What vanished or was replaced under the running attempt (stopped as 'vanished'). */
+  vanished: string | null;
 }
 
 const TAIL_LINES = 60;
@@ -32,7 +36,7 @@ const WATCHDOG_TICK_MS = 250;
 export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }): Promise<AttemptEnd> {
   const { step, progress, note, ctx } = a;
   const parse = parserFor(step.progress.format);
-  const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [] };
+  const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null };
   let lastAdvance = Date.now();
   let lastBeat = 0;
   let stopping: Promise<unknown> | null = null;
@@ -59,7 +63,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const stop = (why: StopReason) => {
     if (stopping) return;
     end.stoppedBy = why;
-    note(`stopping the process group ${pgid}: ${why}`);
+    note(`stopping the process group ${pgid}: ${why === 'vanished' ? end.vanished : why}`);
     stopping = terminateGroup(pgid, opts.killGraceMs);
   };
   const onLine = (raw: string) => {
@@ -101,8 +105,20 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const deadline = a.started + step.attemptTimeoutSec * 1000;
   const room = step.checkpoint ? new SaveRoom(step.checkpoint.dir) : null;
   let lastRoomCheck = 0;
+  const watch = new DirWatch([
+    { what: 'the run directory', path: a.input.runDir },
+    { what: "the step's directory", path: step.command.cwd },
+    ...(step.checkpoint ? [{ what: "the step's checkpoint directory", path: step.checkpoint.dir }] : []),
+    { what: "the step's lock", path: lock.file },
+  ]);
+  let lastWatch = Date.now();
   const timer = setInterval(() => {
     const now = Date.now();
+    if (!stopping && now - lastWatch >= DIR_WATCH_MS) {
+      lastWatch = now;
+      end.vanished = watch.check();
+      if (end.vanished) stop('vanished');
+    }
     if (room && now - lastRoomCheck >= SAVE_ROOM_CHECK_MS) {
       lastRoomCheck = now;
       const warning = room.check();
@@ -125,6 +141,9 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     clearInterval(timer);
     ctx.cancellationSignal.removeEventListener('abort', onAbort);
   }
+  // A trainer that crashed because its directory vanished (FileNotFoundError, read as a config error) failed
+  // because of the vanishing: looked at once more after the exit, the vanished path is the verdict.
+  end.vanished ??= watch.check();
   const last = splitter.end();
   if (last && !a.log.destroyed) a.log.write(last);
   // The leader is gone; nothing it started may outlive the attempt.

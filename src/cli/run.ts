@@ -3,7 +3,7 @@
  * print the run id and Web UI link; without --detach, follow it live and exit 0 on success, 1 on failure.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
@@ -81,6 +81,13 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   if (problem) throw new UsageError(`runDir ${plan.runDir}: ${problem}`);
   if (existsSync(join(plan.runDir, 'plan.json'))) {
     throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
+  }
+  // Files without a plan are what an earlier run left when its directory was cut away mid-step (or a directory of
+  // something else): a new run would resume from checkpoints that are not its own and "complete" at once.
+  const leftovers = existsSync(plan.runDir) ? readdirSync(plan.runDir) : [];
+  if (leftovers.length) {
+    const shown = leftovers.slice(0, 4).join(', ') + (leftovers.length > 4 ? `, … (${leftovers.length} entries)` : '');
+    throw new UsageError(`runDir ${plan.runDir} already holds files (${shown}) but no plan.json of a run: remove it, or pick another --run-id`);
   }
   // The plan travels as the workflow's argument: refuse it here, whole, rather than leave a half-started run.
   const tooBig = planPayloadProblem(plan);

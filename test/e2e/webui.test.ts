@@ -21,7 +21,7 @@ import { planDetails, planSummary } from '../../src/cli/run.js';
 import type { Plan } from '../../src/plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId, stepWorkflowId } from '../../src/temporal/constants.js';
 import type { RunStatus } from '../../src/plan/contracts.js';
-import { fakePlan, fakeStep, ROOT, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
+import { fakePlan, fakeStep, recordPlan, ROOT, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const HAVE_CHROMIUM = existsSync(CHROMIUM);
@@ -38,6 +38,7 @@ const CHROMIUM_ARGS = [
 
 /** Start a plan exactly as `startRun` (src/cli/run.ts) does: static summary/details and search attributes. */
 async function startLikeCli(env: Env, plan: Plan) {
+  recordPlan(plan);
   return env.client.workflow.start('recipeRun', {
     taskQueue: ORCHESTRATOR_TASK_QUEUE,
     workflowId: runWorkflowId(plan.recipe, plan.runId),

@@ -198,7 +198,14 @@ export function fakePlan(runDir: string, runId: string, steps: PlanStep[]): Plan
   };
 }
 
+/** Record the plan in its run directory, as `infir2 run` does before it starts a run (every attempt checks it). */
+export function recordPlan(plan: Plan): void {
+  mkdirSync(plan.runDir, { recursive: true });
+  writeFileSync(join(plan.runDir, 'plan.json'), JSON.stringify(plan, null, 2));
+}
+
 export async function startPlan(env: Env, plan: Plan, opts: Record<string, unknown> = {}) {
+  recordPlan(plan);
   return env.client.workflow.start('recipeRun', {
     taskQueue: ORCHESTRATOR_TASK_QUEUE,
     workflowId: `${plan.recipe}-${plan.runId}`,

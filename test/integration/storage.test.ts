@@ -11,7 +11,10 @@ import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, 
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import type { RunStatus } from '../../src/plan/contracts.js';
+import { stepWorkflowId } from '../../src/temporal/constants.js';
 import { inspectCheckpointDir } from '../../src/rundir/checkpoints.js';
 import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, sleep, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
@@ -177,6 +180,32 @@ describe('storage faults', () => {
     expect(inspectCheckpointDir(ckpt).complete).toEqual([5, 10, 15, 20]); // 10 saved again, from 5
     const log = readFileSync(join(runDir, 'logs', 'cpt.stable.log'), 'utf8');
     expect(log).toMatch(/checkpoint 10 is damaged .* the next attempt resumes from iteration 5 \(5 iterations to redo\)/);
+    expect(processesMentioning(runDir)).toEqual([]);
+  });
+
+  it('the run directory removed mid-step: the attempt fails as storage naming it, nothing recreates it, the run never completes', async () => {
+    const runDir = tmpRunDir(env, 'vanished');
+    const plan = fakePlan(runDir, 'vanished', [fakeStep({ id: 'cpt.stable', runDir, iters: 400, saveInterval: 5, sleep: 0.05, retries: { storage: 2 } })]);
+    const h = await startPlan(env, plan);
+    await waitFor('iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
+    rmSync(runDir, { recursive: true, force: true });
+    const err = await h.result().then(
+      () => null,
+      (e: unknown) => e as WorkflowFailedError,
+    );
+    expect(err, 'the run reported success on a removed directory').not.toBeNull();
+    const st = (err!.cause as ApplicationFailure).details![0] as RunStatus;
+    const step = st.steps[0]!;
+    expect(st.status).toBe('failed');
+    expect(step.status).toBe('failed');
+    expect(step.failures).toMatchObject({ storage: 3 });
+    expect(step.lastFailure!.message).toMatch(/no longer holds this run's files \(plan\.json is gone\): it was removed or its file system is not mounted/);
+    // The first attempt was stopped by the watch (the trainer itself may have recreated its save directory)...
+    const history = JSON.stringify(await env.client.workflow.getHandle(stepWorkflowId(h.workflowId, 'cpt.stable')).fetchHistory());
+    expect(history).toMatch(/cpt\.stable: storage: (the run directory|the step's directory|the step's checkpoint directory|the step's lock) \S+ was (removed|replaced) while the trainer ran/);
+    // ...and no later attempt recreated the run directory empty to train into.
+    expect(existsSync(join(runDir, 'plan.json'))).toBe(false);
+    expect(existsSync(join(runDir, 'logs'))).toBe(false);
     expect(processesMentioning(runDir)).toEqual([]);
   });
 

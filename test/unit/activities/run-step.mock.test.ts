@@ -21,6 +21,8 @@ import { fakeStep } from '../../integration/harness.js';
 let runDir: string;
 beforeEach(() => {
   runDir = mkdtempSync(join(tmpdir(), 'infir2-mockact-'));
+  // What `infir2 run` records before a run starts: every attempt checks that the directory still holds its run.
+  writeFileSync(join(runDir, 'plan.json'), JSON.stringify({ recipe: 'r', runId: 'r1' }));
 });
 afterEach(() => rmSync(runDir, { recursive: true, force: true }));
 
