@@ -53,7 +53,8 @@ export async function run(argv: string[]): Promise<number> {
       fork: { sourceCheckpointDir: stable.checkpoint.dir, iteration },
     });
     const note = `forked from \`${src.workflowId}\`: cpt.decay starts from stable checkpoint ${iteration} of \`${stable.checkpoint.dir}\``;
-    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false, note });
+    const origin = { source: compiled.source, sets: values.set ?? [], cwd: process.cwd() };
+    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false, note, origin });
   } finally {
     await connection.close();
   }

@@ -2,13 +2,15 @@
  * `infir2 resume <run> [--from ID] [--dry-run]`: continue a failed or cancelled run as a new execution of the
  * same workflow id. Completed steps whose outputs still verify are kept; the failed step continues from its
  * newest complete checkpoint; `--from` reruns that step and everything after it. `--dry-run` prints the
- * decision per step and changes nothing.
+ * decision per step and changes nothing. Both say when the recipe file the run started from now resolves to
+ * another recipe (recipe-changes.ts): the run still goes on with the plan in its history.
  */
 import type { Client } from '@temporalio/client';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
 import { UsageError } from '../errors.js';
 import { follow } from './follow.js';
+import { recipeChangeNote } from './recipe-changes.js';
 import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
 import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../rundir/resume.js';
@@ -53,6 +55,9 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
   const status = await recordedStatus(ref);
   const decisions = decideResume(plan, status, { from: o.from });
   process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
+  // The run goes on with the plan it recorded; an edited recipe file is only named, never applied.
+  const changed = await recipeChangeNote(plan.runDir);
+  if (changed) process.stdout.write(`${changed}\n`);
   if (o.dryRun) return 0;
 
   const moved = clearForRerun(plan, decisions, `${Date.now()}`);

@@ -10,6 +10,7 @@ import { workflowUrl } from './embedded.js';
 import { UsageError } from '../errors.js';
 import { follow } from './follow.js';
 import { defaultRunId, loadCompiled } from './recipe-input.js';
+import { ORIGIN_FILE, RECIPE_FILE, type RecipeOrigin } from './recipe-changes.js';
 import type { Plan } from '../plan/types.js';
 import { makeRunDir, runDirProblem, undoRunDir } from '../rundir/probe.js';
 import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
@@ -47,7 +48,8 @@ export async function run(argv: string[]): Promise<number> {
   const compiled = await loadCompiled(recipeRef!, { sets: values.set ?? [], runId });
   const { client, connection } = await connectClient();
   try {
-    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false });
+    const origin = { source: compiled.source, sets: values.set ?? [], cwd: process.cwd() };
+    return await startRun(client, compiled.plan, compiled.recipe, { detach: values.detach ?? false, origin });
   } finally {
     await connection.close();
   }
@@ -69,11 +71,13 @@ export interface StartOptions {
   detach: boolean;
   /** One more line for the Web UI's details (e.g. what a fork started from). */
   note?: string;
+  /** Where the recipe came from, recorded for `resume` to tell whether it has changed since. */
+  origin?: RecipeOrigin;
 }
 
 /**
- * Record the plan and the resolved recipe in the run directory (what `resume` and `fork` read back), start the
- * recipeRun, print its id and link, and follow it unless detached.
+ * Record the plan, the resolved recipe and where it came from in the run directory (what `resume` and `fork`
+ * read back), start the recipeRun, print its id and link, and follow it unless detached.
  */
 export async function startRun(client: Client, plan: Plan, recipe: unknown, o: StartOptions): Promise<number> {
   const workflowId = runWorkflowId(plan.recipe, plan.runId);
@@ -93,9 +97,13 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   const tooBig = planPayloadProblem(plan);
   if (tooBig) throw new UsageError(tooBig);
   const created = makeRunDir(plan.runDir);
-  const written = [join(plan.runDir, 'recipe.json'), join(plan.runDir, 'plan.json')];
+  const written = [join(plan.runDir, RECIPE_FILE), join(plan.runDir, 'plan.json')];
   writeJsonAtomic(written[0]!, recipe);
   writeJsonAtomic(written[1]!, plan);
+  if (o.origin) {
+    written.push(join(plan.runDir, ORIGIN_FILE));
+    writeJsonAtomic(written[2]!, o.origin);
+  }
   try {
     // typed by the workflow's signature: a change of recipeRun's arguments fails to compile here
     await client.workflow.start<typeof recipeRun>('recipeRun', {

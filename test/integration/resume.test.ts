@@ -9,6 +9,8 @@ import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ORIGIN_FILE, RECIPE_FILE } from '../../src/cli/recipe-changes.js';
+import { loadRecipe } from '../../src/recipe/load.js';
 import { fakePlan, fakeStep, journal, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 const exec = promisify(execFile);
@@ -95,15 +97,24 @@ describe('infir2 resume', () => {
     expect(list.find((x) => x.workflowId === workflowId)?.status).toBe('completed');
   });
 
-  it('reruns a finished step whose outputs were deleted, and everything after it', async () => {
+  it('reruns a finished step whose outputs were deleted, and everything after it; names what changed in its recipe file', async () => {
     const { runDir, workflowId } = await failingRun('resume-b');
+    // What `infir2 run <file> --set …` records beside the plan (this run was started with a hand-built plan).
+    const file = join(env.dir, 'resume-b.yaml');
+    writeFileSync(file, 'name: fake\npreset: tiny\ncpt:\n  iterations: 600\n');
+    writeFileSync(join(runDir, RECIPE_FILE), JSON.stringify((await loadRecipe(file, { sets: ['cpt.seed=7'] })).recipe));
+    writeFileSync(join(runDir, ORIGIN_FILE), JSON.stringify({ source: file, sets: ['cpt.seed=7'], cwd: ROOT }));
+    writeFileSync(file, 'name: fake\npreset: tiny\ncpt:\n  iterations: 800\n');
     rmSync(join(runDir, 'sft.stage1', 'checkpoints', 'iter_0000004'), { recursive: true });
     const dry = await cli(['resume', workflowId, '--dry-run']);
     expect(decisions(dry.stdout)).toEqual({ 'cpt.warmup': 'keep', 'sft.stage1': 'rerun', 'sft.stage2': 'rerun', 'eval.x': 'rerun' });
     expect(dry.stdout).toContain('its outputs were deleted');
+    const note = `note: ${file} changed since this run started; resuming with the recorded recipe (changed: cpt.iterations 600→800).`;
+    expect(dry.stdout).toContain(note);
     const cptRuns = journal(runDir, 'cpt.warmup').length;
     const r = await cli(['resume', workflowId]);
     expect(r.code).toBe(0);
+    expect(r.stdout).toContain(note);
     expect(journal(runDir, 'cpt.warmup').length).toBe(cptRuns);
     // sft.stage1 ran again from scratch: its last process computed iterations 1..4.
     const sft1 = journal(runDir, 'sft.stage1');
