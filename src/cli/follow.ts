@@ -5,6 +5,7 @@
  */
 import type { Client } from '@temporalio/client';
 import { plainLine, progressBlock, RateTracker } from './progress-view.js';
+import { withCheckpointsOnDisk } from './status.js';
 import { renderStatusTable } from './status-view.js';
 import { resolveRun, runStatus } from '../temporal/runs.js';
 
@@ -41,7 +42,7 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
         }
       }
       if (st.workflowStatus !== 'RUNNING') {
-        out.write('\n' + renderStatusTable(workflowId, st) + '\n');
+        out.write('\n' + renderStatusTable(workflowId, await withCheckpointsOnDisk(ref, st)) + '\n');
         return st.status === 'completed' ? 0 : 1;
       }
       if (detached) {

@@ -1,8 +1,10 @@
 /** `infir2 status <run> [--json]`: per-step status, iteration/total, loss, last complete checkpoint, attempts. */
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { renderStatusTable } from './status-view.js';
+import type { RunStatus } from '../plan/contracts.js';
+import { withDiskCheckpoints } from '../rundir/disk-checkpoints.js';
 import { connectClient } from '../temporal/connection.js';
-import { resolveRun, runStatus } from '../temporal/runs.js';
+import { resolveRun, runStatus, startedPlan, type RunRef } from '../temporal/runs.js';
 
 export const USAGE = 'infir2 status <run> [--json]';
 export const OPTIONS = { json: { type: 'boolean' } } satisfies Options;
@@ -13,10 +15,24 @@ export async function run(argv: string[]): Promise<number> {
   const { client, connection } = await connectClient();
   try {
     const r = await resolveRun(client, ref!);
-    const st = await runStatus(client, r, false);
+    const st = await withCheckpointsOnDisk(r, await runStatus(client, r, false));
     process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st }, null, 2) + '\n' : renderStatusTable(r.workflowId, st) + '\n');
     return 0;
   } finally {
     await connection.close();
+  }
+}
+
+/**
+ * A run that closed without completing, as `status` and the end of `run`/`resume` show it: each unfinished
+ * step's checkpoint as its directory has it, where this machine can read it (a trainer stopped by a cancel saves
+ * after the workflow heard its last progress). Anything unreadable leaves the recorded value.
+ */
+export async function withCheckpointsOnDisk<T extends RunStatus & { workflowStatus: string }>(ref: RunRef, st: T): Promise<T> {
+  if (st.workflowStatus === 'RUNNING' || st.workflowStatus === 'COMPLETED') return st;
+  try {
+    return { ...st, ...withDiskCheckpoints(st, await startedPlan(ref)) };
+  } catch {
+    return st;
   }
 }

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ORIGIN_FILE, RECIPE_FILE } from '../../src/cli/recipe-changes.js';
 import { loadRecipe } from '../../src/recipe/load.js';
+import { inspectCheckpointDir } from '../../src/rundir/checkpoints.js';
 import { fakePlan, fakeStep, journal, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 const exec = promisify(execFile);
@@ -154,6 +155,9 @@ describe('infir2 resume', () => {
       const status = JSON.parse(st.stdout) as { status: string; steps: { id: string; status: string }[] };
       expect(status.status).toBe('cancelled');
       expect(status.steps.map((s) => s.status)).toEqual(['completed', 'cancelled', 'skipped']);
+      // The trainer saved on SIGTERM after the workflow heard its last progress: status shows the disk's newest.
+      const onDisk = inspectCheckpointDir(join(runDir, 'cpt.stable', 'checkpoints')).latestComplete;
+      expect((status.steps[1] as { progress?: { lastCheckpoint: number | null } }).progress?.lastCheckpoint).toBe(onDisk);
       const logs = await cli(['logs', workflowId, '--stage', 'cpt.stable']);
       expect(logs.code).toBe(0);
       expect(logs.stdout).toMatch(/iteration\s+12\//);
@@ -165,6 +169,7 @@ describe('infir2 resume', () => {
       // The trainer saved on the cancel's SIGTERM (or at its last interval): never earlier than iteration 10.
       resumeAt = Number(/^resume from (\d+)$/.exec(said['cpt.stable'] ?? '')?.[1]);
       expect(resumeAt).toBeGreaterThanOrEqual(10);
+      expect(resumeAt).toBe(onDisk);
     } finally {
       await env.startWorker();
     }
