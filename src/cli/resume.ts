@@ -13,6 +13,7 @@ import { follow } from './follow.js';
 import { recipeChangeNote } from './recipe-changes.js';
 import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
+import { runDirVerdict } from '../rundir/run-identity.js';
 import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../rundir/resume.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
@@ -49,6 +50,9 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
   if (wfStatus === 'RUNNING') throw new UsageError(`${ref.workflowId} is still running; cancel it first (\`infir2 cancel ${ref.workflowId}\`)`);
   if (wfStatus === 'COMPLETED' && !o.from) throw new UsageError(`${ref.workflowId} completed; nothing to resume (use --from STEP to rerun from a step)`);
   const plan = await startedPlan(ref);
+  // Every attempt refuses a run directory without the run's plan (run-identity.ts): say so now, not after a wait.
+  const gone = runDirVerdict(plan.runDir, plan.recipe, plan.runId);
+  if (gone) throw new UsageError(`cannot resume ${ref.workflowId}: ${gone.reason}`);
   if (o.from && !plan.steps.some((s) => s.id === o.from)) {
     throw new UsageError(`--from: no step '${o.from}' in ${ref.workflowId} (steps: ${plan.steps.map((s) => s.id).join(', ')})`);
   }

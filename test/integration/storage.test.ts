@@ -207,6 +207,10 @@ describe('storage faults', () => {
     expect(existsSync(join(runDir, 'plan.json'))).toBe(false);
     expect(existsSync(join(runDir, 'logs'))).toBe(false);
     expect(processesMentioning(runDir)).toEqual([]);
+    // Resuming it is refused at once, not after another round of storage pauses.
+    const r = await cli(['resume', h.workflowId]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`error: cannot resume ${h.workflowId}: the run directory ${runDir} no longer holds this run's files (plan.json is gone): it was removed or its file system is not mounted; restore it, or start the run again\n`);
   });
 
   it('status and logs of a running run whose worker is gone: exit 0, from the records, naming the missing worker', async () => {

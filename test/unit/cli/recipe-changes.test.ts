@@ -4,7 +4,7 @@
  * The run itself always resumes with its recorded plan.
  */
 import type { Client } from '@temporalio/client';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -112,6 +112,20 @@ describe('startRun', () => {
     await expect(startRun(refusing, compiled.plan, compiled.recipe, { detach: true, origin: { source: file, sets: [], cwd: dir } })).rejects.toThrow('refused');
     expect(existsSync(join(compiled.plan.runDir, ORIGIN_FILE))).toBe(false);
     expect(existsSync(compiled.plan.runDir)).toBe(false);
+  });
+});
+
+describe('startRun on a directory an earlier run left', () => {
+  it('refuses files without a plan (a run whose directory was cut away mid-step) and writes nothing', async () => {
+    const file = join(dir, 'tiny.yaml');
+    writeFileSync(file, recipe());
+    const compiled = await loadCompiled(file, { runId: 'r1', cwd: dir, onWarning: () => {} });
+    mkdirSync(join(compiled.plan.runDir, 'cpt', 'checkpoints', 'iter_0000010'), { recursive: true });
+    await expect(startRun(fakeClient, compiled.plan, compiled.recipe, { detach: true, origin: { source: file, sets: [], cwd: dir } })).rejects.toThrow(
+      `runDir ${compiled.plan.runDir} already holds files (cpt) but no plan.json of a run: remove it, or pick another --run-id`,
+    );
+    expect(existsSync(join(compiled.plan.runDir, 'plan.json'))).toBe(false);
+    expect(existsSync(join(compiled.plan.runDir, 'recipe.json'))).toBe(false);
   });
 });
 
