@@ -3,6 +3,7 @@
  * injected into the fake trainer, and what the run does about it.
  */
 import { WorkflowFailedError } from '@temporalio/client';
+import { spawn } from 'node:child_process';
 import { Worker } from '@temporalio/worker';
 import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -260,11 +261,23 @@ describe('infrastructure faults', () => {
     ]);
     const h = await startPlan(env, plan);
     await waitFor('iteration 8', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 8));
+    // `logs --follow` rides the restart out as `run`'s own follow does (it used to exit 1 at the first refusal).
+    const follow = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'logs', h.workflowId, '--stage', 'cpt.warmup', '--follow'], {
+      env: { ...process.env, TEMPORAL_ADDRESS: env.server.address },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let followed = '';
+    follow.stdout!.on('data', (d) => (followed += d));
+    follow.stderr!.on('data', (d) => (followed += d));
+    const followExit = new Promise<number | null>((r) => follow.once('exit', (code) => r(code)));
+    await waitFor('logs --follow to stream', () => /iteration\s+8\//.test(followed));
     await env.restartServer();
     const res = (await h.result()) as { status: RunStatus };
     expect(res.status.status).toBe('completed');
     expect(res.status.steps.every((s) => s.status === 'completed')).toBe(true);
     expect(processesMentioning(runDir)).toEqual([]);
+    expect(await followExit).toBe(0);
+    expect(followed).toMatch(/iteration\s+30\//);
   });
 
   it('lets a training step checkpoint and exit when its worker shuts down, then resumes it elsewhere', async () => {
