@@ -1,7 +1,8 @@
 /**
  * runStep: supervise one attempt of one plan step, in named phases:
  *
- *   checkInputs     a missing input is a config failure, before anything is held
+ *   checkInputs     a missing input, or a secret missing from the worker's environment, is a config failure,
+ *                   before anything is held
  *   acquire         the step's GPUs, then the exclusive lock on its checkpoint dir (which also stops a trainer
  *                   left by an earlier attempt); heartbeats go on while waiting
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
@@ -27,6 +28,7 @@ import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
 import { type AcquireOptions, DirLock, LockBusyError } from './lock.js';
 import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
+import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
 import { supervise, type AttemptEnd } from './supervise.js';
 import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
 
@@ -62,11 +64,14 @@ export function createRunStep(opts: SupervisorOptions) {
     const held: Held = { gpuIds: [], lock: null };
     try {
       checkInputs(a);
+      checkSecrets(a);
       await acquire(a, held, opts);
       const resumeFrom = chooseStart(a);
       if (resumeFrom === 'done') return writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
-      const { trainer, pgid, oomKills } = await launch(a, held, resumeFrom, opts.gpus);
+      const { trainer, pgid, oomKills, secretValues } = await launch(a, held, resumeFrom, opts.gpus);
       const end = await supervise(a, trainer, pgid, held.lock!, opts);
+      // Output lines become failure messages, which go into history: a secret the trainer printed must not.
+      end.tail = end.tail.map((l) => redact(l, secretValues));
       return await conclude(a, end, oomKills);
     } catch (err) {
       // Every file the worker writes (lock, moved checkpoints, result) may meet a full or read-only disk: the
@@ -89,6 +94,17 @@ function checkInputs(a: Attempt): void {
   const what = missing.map(([role, p]) => `input '${role}' not found: ${p}`).join('; ');
   a.note(`attempt ${a.input.attempt} not started: ${what}`);
   throw failure(a, 'config', what);
+}
+
+/** Every secret the step reads is in this worker's environment, before anything is held (names only in the failure). */
+function checkSecrets(a: Attempt): void {
+  try {
+    resolveSecrets(a.step, [...a.step.command.argv, ...(a.step.resume?.argv ?? [])]);
+  } catch (err) {
+    if (!(err instanceof MissingSecretError)) throw err;
+    a.note(`attempt ${a.input.attempt} not started: ${err.message}`);
+    throw failure(a, 'config', err.message);
+  }
 }
 
 /** GPUs first, the lock second: a step waiting for GPUs must not hold its directory. */
@@ -160,9 +176,11 @@ function chooseStart(a: Attempt): number | null | 'done' {
 async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: GpuSlots) {
   const { step, input, ids, progress } = a;
   const argv = launchArgv(step, ids, resumeFrom);
+  // The line shows the argv before secrets are filled in: `{secret:NAME}`, never a value.
   a.note(`attempt ${input.attempt} ${resumeFrom !== null ? `resuming from iteration ${resumeFrom}` : 'starting fresh'}: ${argv.join(' ')}`);
   if (!argv[0]) throw failure(a, 'config', 'empty command');
-  const trainer = spawnTrainer(argv, step.command.cwd, trainerEnv(step, input.runId, input.attempt, held.gpuIds));
+  const secrets = resolveSecrets(step, argv);
+  const trainer = spawnTrainer(secrets.argv, step.command.cwd, { ...trainerEnv(step, input.runId, input.attempt, held.gpuIds), ...secrets.env });
   const pgid = trainer.pid;
   if (pgid === undefined) {
     const r = await trainer;
@@ -173,7 +191,7 @@ async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: G
   gpus.setTrainer(held.gpuIds, pgid);
   progress.pid = pgid;
   // Kernel OOM kills are counted from the launch, so that a SIGKILL can be told apart from an outside kill.
-  return { trainer, pgid, oomKills: watchOomKills(pgid) };
+  return { trainer, pgid, oomKills: watchOomKills(pgid), secretValues: secrets.values };
 }
 
 async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null): Promise<StepResult> {

@@ -44,6 +44,11 @@ export interface Command {
   argv: string[];
   /** Added to the worker's environment. */
   env: Record<string, string>;
+  /**
+   * Secrets by reference: trainer variable → the worker's environment variable that holds its value, read at
+   * launch (activities/secrets.ts). Only names travel in the plan; `{secret:NAME}` in argv is filled the same way.
+   */
+  secrets?: Record<string, string>;
   /** Absolute working directory (created before launch). */
   cwd: string;
 }
