@@ -108,7 +108,7 @@ class Compiler implements BuildContext {
     };
   }
 
-  /** Add a step: the backend's body plus what the recipe says about pools, retries and timeouts. */
+  /** Add a step: the backend's body plus what the recipe says about pools, retries, timeouts and logs. */
   private add(
     id: string,
     kind: StepKind,
@@ -131,6 +131,7 @@ class Compiler implements BuildContext {
       stallTimeoutSec: stage.stallTimeout,
       attemptTimeoutSec: stage.attemptTimeout,
       retries: { ...stage.retries, config: 0 },
+      logMaxMB: this.r.logs.maxMB,
     });
   }
 

@@ -89,6 +89,12 @@ export interface ResumeSpec {
 
 export type RetryBudgets = Record<FailureClass, number>;
 
+/**
+ * The cap of a step's log, MiB, where the recipe says nothing (`logs.maxMB`) and for plans recorded before the
+ * field: a trainer printing 5,000 lines a second fills a GB in minutes.
+ */
+export const DEFAULT_LOG_MAX_MB = 1024;
+
 export interface PlanStep {
   /** Stable id, e.g. `cpt.stable` (DESIGN.md §3). */
   id: string;
@@ -123,6 +129,11 @@ export interface PlanStep {
   /** Upper bound for one attempt, seconds. */
   attemptTimeoutSec: number;
   retries: RetryBudgets;
+  /**
+   * Cap of the step's log, MiB (the recipe's `logs.maxMB`): past it the log keeps its beginning and its newest
+   * part. 0: no cap. Absent in plans recorded before it: `DEFAULT_LOG_MAX_MB`.
+   */
+  logMaxMB?: number;
   /** One line for humans: what this step does. */
   summary: string;
 }

@@ -4,7 +4,7 @@
  * `schema-stages.ts` hold its parts. Every key's `.describe()` text is its meaning in docs/recipe-reference.md.
  */
 import { z } from 'zod';
-import type { Launcher, Precision } from '../plan/types.js';
+import { DEFAULT_LOG_MAX_MB, type Launcher, type Precision } from '../plan/types.js';
 import { count, duration, envName, name, natural, path, positive } from './fields.js';
 
 // The Plan's types (src/plan/types.ts) name the same values; `satisfies` keeps the two in step.
@@ -124,6 +124,18 @@ export const software = z
   })
   .prefault({})
   .describe('where the external software lives on the workers (the InfiR2 Docker image\'s layout by default)');
+
+/** What the steps' logs keep (src/activities/step-log.ts writes them). */
+export const logs = z
+  .strictObject({
+    maxMB: natural()
+      .default(DEFAULT_LOG_MAX_MB)
+      .describe(
+        'cap of each step\'s log, MiB: past it the log keeps its first tenth (`<step>.log.head`: the launch command, the first iterations) and its newest part (`<step>.log.1`, `<step>.log`), and drops the middle with a marker line; 0: no cap',
+      ),
+  })
+  .prefault({})
+  .describe('what the steps\' logs (`<run>/logs/<step>.log`) keep on disk');
 
 export const tensorParallel = z
   .strictObject({

@@ -77,6 +77,7 @@ const CASES: Case[] = [
   { name: '--set bad YAML value', args: ['validate', 'tiny', '--set', 'cpt.lr=[1,'], errors: [/^--set cpt\.lr=\[1,: the value is not valid YAML/] },
   { name: '--set wrong type', args: ['validate', 'tiny', '--set', 'cpt.lr=fast'], errors: [/^cpt\.lr: expected a number, got 'fast'$/] },
   { name: '--set unknown key', args: ['validate', 'tiny', '--set', 'cpt.itrations=5'], errors: [/^cpt\.itrations: unknown key; did you mean 'iterations'\?$/] },
+  { name: '--set a negative log cap', args: ['validate', 'tiny', '--set', 'logs.maxMB=-1'], errors: [/^logs\.maxMB: must be 0 or more, got -1$/] },
   { name: '--set through a scalar', args: ['validate', 'tiny', '--set', 'name.x=1'], errors: [/^--set name\.x=1: name is a string, not a mapping or a list$/] },
   { name: 'bad --run-id', args: ['plan', 'tiny', '--run-id', '../x'], errors: [/^--run-id: '\.\.\/x' is not a valid run id/] },
 ];

@@ -50,6 +50,11 @@ describe('compilePlan', () => {
     expect(step(plan, 'eval.gpqa').retries.config).toBe(0);
   });
 
+  it('gives every step the log cap of the recipe: 1024 MiB by default, 0 for none', async () => {
+    expect(new Set((await planOf('infir2-7b')).steps.map((s) => s.logMaxMB))).toEqual(new Set([1024]));
+    expect(new Set((await planOf('tiny', ['logs.maxMB=0'])).steps.map((s) => s.logMaxMB))).toEqual(new Set([0]));
+  });
+
   it('is deterministic for a given run id', async () => {
     expect(await planOf('infir2-7b')).toEqual(await planOf('infir2-7b'));
   });

@@ -61,6 +61,16 @@ describe('loadRecipe', () => {
     expect(recipe.cpt?.attemptTimeout).toBe(14 * 86400);
     expect(recipe.software.ray).toBe('ray');
     expect(recipe.eval?.server.readyTimeout).toBe(1800);
+    expect(recipe.logs).toEqual({ maxMB: 1024 });
+  });
+
+  it('takes a log cap in whole MiB, 0 for none, and names the field when it is wrong', async () => {
+    expect((await loadRecipe('tiny', { sets: ['logs.maxMB=64'] })).recipe.logs.maxMB).toBe(64);
+    expect((await loadRecipe('tiny', { sets: ['logs.maxMB=0'] })).recipe.logs.maxMB).toBe(0);
+    expect(await rejection(loadRecipe('tiny', { sets: ['logs.maxMB=-1'] }))).toEqual(['logs.maxMB: must be 0 or more, got -1']);
+    expect(await rejection(loadRecipe('tiny', { sets: ['logs.maxMB=0.5'] }))).toEqual(['logs.maxMB: expected a whole number, got 0.5']);
+    expect(await rejection(loadRecipe('tiny', { sets: ['logs.maxMB=1GB'] }))).toEqual(["logs.maxMB: expected a number, got '1GB'"]);
+    expect(await rejection(loadRecipe('tiny', { sets: ['logs.maxMb=64'] }))).toEqual(["logs.maxMb: unknown key; did you mean 'maxMB'?"]);
   });
 
   it('counts the rows of a local SFT .jsonl, and warns only when the recipe said otherwise', async () => {
