@@ -1,12 +1,13 @@
 /** One attempt of one step, as the supervisor's phases share it: the step, its ids, its progress and its log. */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Progress } from '../plan/contracts.js';
-import type { PlanStep } from '../plan/types.js';
+import { DEFAULT_LOG_MAX_MB, type PlanStep } from '../plan/types.js';
 import { errnoWords } from '../rundir/probe.js';
 import { logFile } from './step-files.js';
+import { StepLog } from './step-log.js';
 import { newLaunchIds, type LaunchIds } from './trainer-process.js';
 
 export interface RunStepInput {
@@ -27,7 +28,8 @@ export interface Attempt {
   /** ms since the epoch. */
   started: number;
   ctx: Context;
-  log: WriteStream;
+  /** The step's log, rotated past its cap (`logs.maxMB`). */
+  log: StepLog;
   /** A `[infir2 <time>] …` line in the step's log. */
   note: (msg: string) => void;
   /** Resolves once everything written to the log so far has reached the file, or failed (then `logError`). */
@@ -43,7 +45,11 @@ export function openAttempt(input: RunStepInput): Attempt {
   const { step, runDir, attempt } = input;
   mkdirSync(step.command.cwd, { recursive: true });
   mkdirSync(dirname(logFile(runDir, step.id)), { recursive: true });
-  const log = createWriteStream(logFile(runDir, step.id), { flags: 'a' });
+  // Plans recorded before the cap was a setting get the default.
+  const log = new StepLog(logFile(runDir, step.id), step.logMaxMB ?? DEFAULT_LOG_MAX_MB);
+  // A failed write calls back the writes queued behind it before the stream emits its error: wait for 'close',
+  // which comes after 'error', so that `logError` is set once the flush resolves.
+  const closed = () => new Promise<void>((resolve) => (log.closed ? resolve() : log.once('close', () => resolve())));
   const a: Attempt = {
     step,
     input,
@@ -66,7 +72,7 @@ export function openAttempt(input: RunStepInput): Attempt {
     note: (msg: string) => {
       if (!log.destroyed) log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`);
     },
-    flushLog: () => new Promise<void>((resolve) => (log.destroyed ? resolve() : log.write('', () => resolve()))),
+    flushLog: () => (log.destroyed ? closed() : new Promise<void>((resolve) => log.write('', (err) => (err ? closed().then(resolve) : resolve())))),
     logError: null,
   };
   log.on('error', (err) => {

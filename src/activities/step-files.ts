@@ -2,8 +2,9 @@
  * The files of one step in the run directory, as an attempt reads and writes them: its log, its inputs, whether
  * its completion criterion is met on disk, its metrics, and its result (written last, atomically).
  */
-import { existsSync, mkdirSync, readFileSync, statSync, type WriteStream } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Writable } from 'node:stream';
 import type { Progress, StepResult } from '../plan/contracts.js';
 import type { PlanStep } from '../plan/types.js';
 import { inspectCheckpointDir, type CheckpointInspection } from '../rundir/checkpoints.js';
@@ -69,6 +70,6 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
   return result;
 }
 
-export function closeStream(s: WriteStream): Promise<void> {
+export function closeStream(s: Writable): Promise<void> {
   return new Promise((resolve) => s.end(() => resolve()));
 }

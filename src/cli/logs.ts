@@ -1,11 +1,12 @@
 /**
  * `infir2 logs <run> [--stage ID] [--follow]`: the steps' process output, from `<run>/logs/<step>.log` (every
- * attempt, with `[infir2 …]` lines marking starts, resumes, kills). `--follow` streams until the run ends.
+ * attempt, with `[infir2 …]` lines marking starts, resumes, kills; past the cap, its head and newest part).
+ * `--follow` streams until the run ends, across rotations.
  */
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
+import { StepLogReader } from '../rundir/step-log.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun, startedPlan } from '../temporal/runs.js';
 
@@ -13,21 +14,7 @@ export const USAGE = 'infir2 logs <run> [--stage ID] [-f|--follow]';
 export const OPTIONS = { stage: { type: 'string' }, follow: { type: 'boolean', short: 'f' } } satisfies Options;
 const POLL_MS = 500;
 
-/** Print what was appended to `file` since `offset`; returns the new offset. */
-function pump(file: string, offset: number): number {
-  if (!existsSync(file)) return offset;
-  const size = statSync(file).size;
-  if (size <= offset) return offset;
-  const fd = openSync(file, 'r');
-  try {
-    const buf = Buffer.alloc(Math.min(size - offset, 1 << 20));
-    const n = readSync(fd, buf, 0, buf.length, offset);
-    process.stdout.write(buf.subarray(0, n));
-    return offset + n;
-  } finally {
-    closeSync(fd);
-  }
-}
+const print = (chunk: Buffer) => process.stdout.write(chunk);
 
 /** How long `--follow` rides out a server that does not answer (a restart) before giving up, ms. */
 const SERVER_GONE_MS = 120_000;
@@ -59,26 +46,30 @@ export async function run(argv: string[]): Promise<number> {
       throw new UsageError(`--stage: no step '${values.stage}' in ${r.workflowId} (steps: ${ids.join(', ')})`);
     }
     const wanted = values.stage ? [values.stage] : ids;
-    const file = (id: string) => join(st.runDir, 'logs', `${id}.log`);
-    if (!values.follow) {
-      for (const id of wanted) {
-        if (!existsSync(file(id))) continue;
-        if (!values.stage) process.stdout.write(`==> ${id} <==\n`);
-        pump(file(id), 0);
-      }
-      return 0;
-    }
-    const offsets = new Map(wanted.map((id) => [id, 0]));
-    let stop = false;
-    process.once('SIGINT', () => (stop = true));
-    for (;;) {
-      for (const id of wanted) offsets.set(id, pump(file(id), offsets.get(id)!));
-      const running = await stillRunning(r.handle);
-      if (!running || stop) {
-        for (const id of wanted) pump(file(id), offsets.get(id)!);
+    // A long log is its head, a marker where the middle was dropped, and its newest part (rundir/step-log.ts).
+    const readers = wanted.map((id) => new StepLogReader(join(st.runDir, 'logs', `${id}.log`), print));
+    try {
+      if (!values.follow) {
+        for (const [i, reader] of readers.entries()) {
+          if (!reader.exists()) continue;
+          if (!values.stage) process.stdout.write(`==> ${wanted[i]} <==\n`);
+          reader.pump();
+        }
         return 0;
       }
-      await new Promise((res) => setTimeout(res, POLL_MS));
+      let stop = false;
+      process.once('SIGINT', () => (stop = true));
+      for (;;) {
+        for (const reader of readers) reader.pump();
+        const running = await stillRunning(r.handle);
+        if (!running || stop) {
+          for (const reader of readers) reader.pump();
+          return 0;
+        }
+        await new Promise((res) => setTimeout(res, POLL_MS));
+      }
+    } finally {
+      for (const reader of readers) reader.close();
     }
   } finally {
     await connection.close();
