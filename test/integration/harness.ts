@@ -149,6 +149,8 @@ export interface FakeStepOptions {
   onStop?: string[];
   /** Environment of the trainer process. */
   env?: Record<string, string>;
+  /** The step's log cap, MiB (left out: as a plan recorded before the setting). */
+  logMaxMB?: number;
 }
 
 /** A plan step that runs the fake trainer, Megatron-style. */
@@ -183,6 +185,7 @@ export function fakeStep(o: FakeStepOptions): PlanStep {
     command: { argv, env: o.env ?? {}, cwd },
     resume: { argv: [...argv, '--ckpt-step', '{iteration}'] },
     ...(o.onStop ? { onStop: { argv: o.onStop } } : {}),
+    ...(o.logMaxMB !== undefined ? { logMaxMB: o.logMaxMB } : {}),
     progress: { format: 'megatron', totalIterations: iters },
     checkpoint: { layout: 'megatron', dir: ckpt },
     completion: { kind: 'checkpoint', dir: ckpt, iteration: iters },
