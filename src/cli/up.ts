@@ -35,6 +35,12 @@ export async function run(argv: string[]): Promise<number> {
   let current = readEmbedded();
   const serverUp = current !== null && groupAlive(current.serverPid);
   const address = serverUp ? current!.address : `127.0.0.1:${port}`;
+  if (!serverUp) {
+    // Another server on the port would answer our readiness check while ours failed to bind: refuse first.
+    for (const [flag, p] of [['port', port], ...(values.headless ? [] : [['ui-port', uiPort]])] as [string, number][]) {
+      if (await portInUse(p)) throw new UsageError(`--${flag}: ${p} is already in use (another Temporal server? stop it, or choose another --${flag})`);
+    }
+  }
   let mine = ownedWorkers(state, current);
   // Refused before anything starts: a worker someone else started already takes these pools' steps here.
   const foreign = foreignWorkers(state, address, pools).filter((w) => !mine.includes(w.pid));
@@ -52,10 +58,6 @@ export async function run(argv: string[]): Promise<number> {
     // worker, unrecorded and never stopped by `down`: stop them (their trainers save) before starting anew.
     for (const pid of await stopWorkers(mine)) process.stdout.write(`stopped the earlier local worker (pid ${pid}): its server was gone\n`);
     mine = [];
-    // Another server on the port would answer our readiness check while ours failed to bind: refuse first.
-    for (const [flag, p] of [['port', port], ...(values.headless ? [] : [['ui-port', uiPort]])] as [string, number][]) {
-      if (await portInUse(p)) throw new UsageError(`--${flag}: ${p} is already in use (another Temporal server? stop it, or choose another --${flag})`);
-    }
     process.stdout.write(`starting the Temporal dev server (state in ${state}) ...\n`);
     const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false });
     current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
