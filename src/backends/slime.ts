@@ -138,6 +138,14 @@ function profileArgs(p: SftStage['profile'], tensorboardDir: string): string[] {
 const MISC = ['--attention-dropout', '0.0', '--hidden-dropout', '0.0', '--accumulate-allreduce-grads-in-fp32', '--attention-softmax-in-fp32', '--attention-backend', 'flash'];
 
 /**
+ * A Ray job's processes run on the cluster's nodes with the runtime env's variables, not the submitting client's:
+ * a secret goes into `env_vars` as `{secret:WORKER_VAR}`, which the worker fills in when it submits.
+ */
+function secretPlaceholders(secrets: Record<string, string> | undefined): Record<string, string> {
+  return Object.fromEntries(Object.entries(secrets ?? {}).map(([name, from]) => [name, `{secret:${from}}`]));
+}
+
+/**
  * Ray job ids must be unique per cluster: every launch gets its own through the supervisor's `{attempt}` and
  * `{launch}` placeholders (attempts count from 1 again after `infir2 resume`; FIXES slime-submission-id).
  */
@@ -209,7 +217,7 @@ export function sftStep(s: SlimeSftSpec): StepBody {
     ...MISC,
     ...st.extraArgs,
   ];
-  const env = { ...sftRuntimeEnv(s.software), ...st.env };
+  const env = { ...sftRuntimeEnv(s.software), ...st.env, ...secretPlaceholders(st.secrets) };
   const summary = `SFT ${s.id.split('.')[1]}: ${st.epochs} epoch(s) of ${st.samples} samples = ${s.rollouts} steps, LR ${st.lr}→${st.minLr ?? st.lr}`;
   return rayJob(s, 'train_async.py', env, args, s.rollouts, summary, { data: st.data });
 }
@@ -275,7 +283,7 @@ export function rlStep(s: SlimeRlSpec): StepBody {
     ...profileArgs(rl.profile, join(logDir, 'tensorboard')),
     ...rl.extraArgs,
   ];
-  const env = { ...rlRuntimeEnv(s.software, logDir), ...rl.env };
+  const env = { ...rlRuntimeEnv(s.software, logDir), ...rl.env, ...secretPlaceholders(rl.secrets) };
   const summary = `RL ${s.id.split('.')[1]}: ${c.rollouts} GRPO rollouts of ${rl.rolloutBatchSize}×${rl.samplesPerPrompt}, responses ≤ ${c.maxResponseLen} tokens at T=${c.temperature}`;
   return rayJob(s, 'train.py', env, args, c.rollouts, summary, { data: rl.data, ...(rl.evalData ? { evalData: rl.evalData } : {}) });
 }

@@ -113,11 +113,13 @@ class Compiler implements BuildContext {
     id: string,
     kind: StepKind,
     backend: BackendName,
-    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number },
+    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number; secrets?: Record<string, string> },
     dependsOn: (string | null)[],
     body: StepBody,
   ): void {
     const { gpus, nodes, ...rest } = body;
+    // Secrets by reference: names only, filled in by the worker at launch (activities/secrets.ts).
+    if (Object.keys(stage.secrets ?? {}).length) rest.command = { ...rest.command, secrets: { ...stage.secrets } };
     this.steps.push({
       id,
       kind,

@@ -19,6 +19,8 @@ interface StageRef {
   nodes?: number | undefined;
   gpusPerNode?: number | undefined;
   extraArgs: string[];
+  env: Record<string, string>;
+  secrets: Record<string, string>;
 }
 
 function stageRefs(r: Recipe): StageRef[] {
@@ -162,4 +164,12 @@ const extraArgs: Check = (r) => {
 };
 
 /** The checks of this file, in the order their messages are printed. */
-export const STAGE_CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs];
+/** A variable is a secret or a plain value, never both: the plain value would travel in history after all. */
+const secrets: Check = (r) =>
+  stageRefs(r).flatMap((s) =>
+    Object.keys(s.secrets)
+      .filter((name) => name in s.env)
+      .map((name) => error(`${s.path}.secrets.${name}`, `${name} is also set in ${s.path}.env, whose values travel in the plan and the run's history: keep it in secrets only`)),
+  );
+
+export const STAGE_CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs, secrets];

@@ -45,7 +45,13 @@ export const stageCommon = (d: { stall: string; attempt: string; retries: Parame
     .describe(
       'appended to the trainer\'s arguments (argparse: the last value of a flag wins); flags infir2 manages (`--load`, `--save`, `--ckpt-step`, …) and flags that break resuming (`--no-load-optim`, `--no-load-rng`, `--finetune`) are refused',
     ),
-  env: z.record(envName(), z.string()).default({}).describe('environment of the training processes (slime: the Ray runtime env)'),
+  env: z.record(envName(), z.string()).default({}).describe('environment of the training processes (slime: the Ray runtime env); its values travel in the plan and the run\'s history: put tokens in `secrets`'),
+  secrets: z
+    .record(envName(), envName())
+    .default({})
+    .describe(
+      'secrets by reference, `TRAINER_VAR: WORKER_VAR`: the trainer\'s variable gets the value of the worker\'s environment variable, read when the process is launched (slime: put into the Ray runtime env at submission); only the names enter the plan, history and logs; a worker without the variable fails the step as a configuration error naming it',
+    ),
 });
 
 // storage: 12 pauses doubling from the retry delay (5 s) to 10 min wait about an hour for a person to free space.

@@ -4,16 +4,17 @@
  * a new decay from one of its stable checkpoints without touching a byte of the source run.
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, setupEnv, type Env } from '../integration/harness.js';
+import { ROOT, setupEnv, TEMPORAL_BIN, type Env } from '../integration/harness.js';
 
 const exec = promisify(execFile);
 let env: Env;
 let runs: string;
+const SECRET = `s3cr3t-${randomBytes(12).toString('hex')}`;
 
 async function cli(args: string[], timeout = 600_000): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -48,7 +49,8 @@ interface Status {
 beforeAll(async () => {
   env = await setupEnv('tiny');
   runs = join(env.dir, 'runs');
-  await env.startWorker(['--pool', 'local']);
+  // The worker holds a secret the recipe names by reference (a W&B or HF token on a real cluster).
+  await env.startWorker(['--pool', 'local'], undefined, { INFIR2_E2E_SECRET: SECRET });
 });
 
 afterAll(async () => {
@@ -57,7 +59,8 @@ afterAll(async () => {
 
 describe('the tiny recipe end to end', () => {
   it('completes every stage: CPT loss falls, the models are converted to FP8 and evaluated', async () => {
-    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`]);
+    const secrets = ['cpt', 'rl'].flatMap((stage) => ['--set', `${stage}.secrets.INFIR2_DEMO_TOKEN=INFIR2_E2E_SECRET`]);
+    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`, ...secrets]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('tiny-e2e: completed');
@@ -78,6 +81,23 @@ describe('the tiny recipe end to end', () => {
     const fp8 = JSON.parse(readFileSync(join(runs, 'e2e', 'convert.fp8', 'hf', 'config.json'), 'utf8')) as { quantization_config: Record<string, unknown> };
     expect(fp8.quantization_config).toMatchObject({ quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic' });
   }, 900_000);
+
+  it("keeps the secret's value out of every workflow's history, plan.json, status and the logs", async () => {
+    const ids: string[] = [];
+    for await (const wf of env.client.workflow.list({ query: "RecipeRunId = 'e2e'" })) ids.push(wf.workflowId);
+    expect(ids.length).toBeGreaterThanOrEqual(13); // the run and its 12 steps
+    const seen: string[] = [];
+    for (const id of ids) {
+      const { stdout } = await exec(TEMPORAL_BIN, ['workflow', 'show', '--output', 'json', '--address', env.server.address, '--workflow-id', id], { maxBuffer: 256 << 20 });
+      seen.push(stdout);
+    }
+    const plan = readFileSync(join(runs, 'e2e', 'plan.json'), 'utf8');
+    expect(plan).toContain('INFIR2_E2E_SECRET'); // the reference is there...
+    seen.push(plan, readFileSync(join(runs, 'e2e', 'recipe.json'), 'utf8'));
+    seen.push((await cli(['status', 'tiny-e2e', '--json'])).stdout, (await cli(['logs', 'tiny-e2e'])).stdout);
+    for (const f of readdirSync(join(runs, 'e2e', 'logs'))) seen.push(readFileSync(join(runs, 'e2e', 'logs', f), 'utf8'));
+    for (const text of seen) expect(text.includes(SECRET)).toBe(false); // ...its value nowhere
+  }, 120_000);
 
   it('forks a decay from a stable checkpoint and leaves the source run byte-identical', async () => {
     const source = join(runs, 'e2e');

@@ -40,7 +40,7 @@ export interface Env {
   connection: Connection;
   workers: ChildProcess[];
   /** A worker serving `pools` (default: the test pool) and the orchestrator queue, with `extra` flags. */
-  startWorker(extra?: string[], pools?: string[]): Promise<ChildProcess>;
+  startWorker(extra?: string[], pools?: string[], extraEnv?: Record<string, string>): Promise<ChildProcess>;
   /** What a worker started here has printed so far. */
   outputOf(w: ChildProcess): string;
   stopWorker(w: ChildProcess): Promise<void>;
@@ -82,10 +82,10 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     client,
     connection,
     workers: [],
-    async startWorker(extra = [], pools = [POOL]) {
+    async startWorker(extra = [], pools = [POOL], extraEnv = {}) {
       const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
         // One host directory per test env: its workers share GPU claims with each other, never with other tests.
-        env: { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host') },
+        env: { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host'), ...extraEnv },
         stdio: ['ignore', 'pipe', 'pipe'],
         detached: true,
       });

@@ -78,6 +78,8 @@ const CASES: Case[] = [
   { name: '--set wrong type', args: ['validate', 'tiny', '--set', 'cpt.lr=fast'], errors: [/^cpt\.lr: expected a number, got 'fast'$/] },
   { name: '--set unknown key', args: ['validate', 'tiny', '--set', 'cpt.itrations=5'], errors: [/^cpt\.itrations: unknown key; did you mean 'iterations'\?$/] },
   { name: '--set a negative log cap', args: ['validate', 'tiny', '--set', 'logs.maxMB=-1'], errors: [/^logs\.maxMB: must be 0 or more, got -1$/] },
+  { name: '--set a secret reference that is no variable name', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=hf-token'], errors: [/^cpt\.secrets\.HF_TOKEN: .*'hf-token'/] },
+  { name: '--set a secret also in env', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=HF_TOKEN', '--set', 'cpt.env.HF_TOKEN=hf_abc'], errors: [/^cpt\.secrets\.HF_TOKEN: HF_TOKEN is also set in cpt\.env, whose values travel in the plan and the run's history: keep it in secrets only$/] },
   { name: '--set through a scalar', args: ['validate', 'tiny', '--set', 'name.x=1'], errors: [/^--set name\.x=1: name is a string, not a mapping or a list$/] },
   { name: 'bad --run-id', args: ['plan', 'tiny', '--run-id', '../x'], errors: [/^--run-id: '\.\.\/x' is not a valid run id/] },
 ];
