@@ -1,15 +1,18 @@
 /**
  * runStep: supervise one attempt of one plan step, in named phases:
  *
+ *   (run dir)       the run directory still holds this run's plan.json, before anything is created in it
+ *                   (run-identity.ts): a removed directory is never recreated empty
  *   checkInputs     a missing input, or a secret missing from the worker's environment, is a config failure,
  *                   before anything is held
- *   acquire         the step's GPUs, then the exclusive lock on its checkpoint dir (which also stops a trainer
- *                   left by an earlier attempt); heartbeats go on while waiting
+ *   acquire         the step's GPUs (claimed host-wide: gpu-slots.ts), then the exclusive lock on its checkpoint
+ *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
  *                   checkpoint is complete is not run again
  *   launch          argv without a shell, in its own process group (trainer-process.ts)
  *   supervise       output teed to `<run>/logs/<step>.log` and parsed into heartbeats; the watchdog stops a
- *                   stalled, timed-out, cancelled or shut-down trainer (supervise.ts)
+ *                   stalled, timed-out, cancelled or shut-down trainer, or one whose directories vanished
+ *                   (supervise.ts, dir-watch.ts)
  *   conclude        success writes the result; anything else runs the step's stop command and fails the
  *                   attempt with its class (classify.ts), which the workflow's retry rule reads
  *   release         GPUs and lock, on every path
