@@ -3,6 +3,7 @@
  * loaded lazily so that `infir2 plan` never pays for the Temporal SDK.
  */
 import { RunFailedError, UnreachableError, UsageError } from '../errors.js';
+import { codecKeyFromEnv } from '../temporal/codec-key.js';
 import { EXIT } from './errors.js';
 
 type VerbModule = { run: (argv: string[]) => Promise<number | void> };
@@ -51,6 +52,11 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
     usage: 'cancel <run> [--no-wait]',
     help: 'cancel a run; waits (up to 2 min) until no training process of it is left, unless --no-wait',
   },
+  'codec-server': {
+    load: () => import('./codec-server.js'),
+    usage: 'codec-server [--port N] [--cors-origin URL]...',
+    help: 'decrypt payloads for the Web UI with INFIR2_CODEC_KEY (Temporal\'s remote codec protocol) until stopped',
+  },
   worker: {
     load: () => import('./worker.js'),
     usage: 'worker --pool NAME [--pool NAME]... [--task-queue Q]... [--slots N] [--gpus 0,1,...] [--no-workflows] [--kill-grace SECONDS]',
@@ -81,7 +87,8 @@ export function usage(): string {
     '',
     'exit codes: 0 done, 1 the run failed, 2 bad usage or an invalid recipe, 3 Temporal unreachable',
     'environment: TEMPORAL_ADDRESS (default localhost:7233), INFIR2_DEBUG=1 (stack traces),',
-    '             INFIR2_HOME (where `up` keeps its state; default .infir2)',
+    '             INFIR2_HOME (where `up` keeps its state; default .infir2),',
+    '             INFIR2_CODEC_KEY (encrypt payloads: 32 bytes as 64 hex digits or base64; docs/cluster.md)',
   ].join('\n');
 }
 
@@ -97,6 +104,8 @@ export async function main(argv: string[]): Promise<number> {
     return EXIT.usage;
   }
   try {
+    // A malformed payload key is refused by every verb, before it does anything (codec-key.ts loads no SDK).
+    codecKeyFromEnv();
     const mod = await entry.load();
     return (await mod.run(rest)) ?? EXIT.ok;
   } catch (err) {

@@ -10,6 +10,8 @@ import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
 import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
+import { codecKeyFromEnv } from '../temporal/codec-key.js';
+import { DEFAULT_CODEC_PORT } from '../temporal/codec-server.js';
 import { foreignWorkers, ownedWorkers, stopWorkers } from './owned-workers.js';
 import { groupAlive, processStartTicks } from '../util/process-group.js';
 import { STARTED_BY_ENV } from '../workers/worker-registry.js';
@@ -59,7 +61,10 @@ export async function run(argv: string[]): Promise<number> {
     for (const pid of await stopWorkers(mine)) process.stdout.write(`stopped the earlier local worker (pid ${pid}): its server was gone\n`);
     mine = [];
     process.stdout.write(`starting the Temporal dev server (state in ${state}) ...\n`);
-    const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false });
+    // Payloads encrypted: the UI's pages decode them through `infir2 codec-server` (which the user runs: it holds the key).
+    const uiCodecEndpoint = codecKeyFromEnv() && !values.headless ? `http://127.0.0.1:${DEFAULT_CODEC_PORT}` : undefined;
+    const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false, uiCodecEndpoint });
+    if (uiCodecEndpoint) process.stdout.write(`payloads are encrypted: the Web UI decodes them through ${uiCodecEndpoint} once \`infir2 codec-server\` runs\n`);
     current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
     writeEmbedded(current);
   }

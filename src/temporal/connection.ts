@@ -1,11 +1,13 @@
 /**
  * Connect to Temporal the way Temporal's own tools do: TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
  * the TLS variables and the profile file (via @temporalio/envconfig). An unreachable server is an
- * UnreachableError (exit 3, with the hint to run `infir2 up`).
+ * UnreachableError (exit 3, with the hint to run `infir2 up`). The client encrypts and decrypts payloads when
+ * INFIR2_CODEC_KEY is set (codec.ts).
  */
 import { Client, Connection } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
 import { UnreachableError, UsageError } from '../errors.js';
+import { dataConverterFromEnv } from './codec.js';
 
 export const DEFAULT_ADDRESS = 'localhost:7233';
 
@@ -24,6 +26,8 @@ const CONNECT_TIMEOUT_MS = 5_000;
 export async function connectClient(): Promise<{ client: Client; connection: Connection; namespace: string }> {
   const cfg = connectConfig();
   const address = cfg.connectionOptions.address;
+  // A malformed key is a usage error before any connection is made.
+  const dataConverter = dataConverterFromEnv();
   try {
     const connection = await Connection.connect({ ...cfg.connectionOptions, address, connectTimeout: CONNECT_TIMEOUT_MS });
     // Connection.connect is lazy about the server: one cheap call proves it is there and has the namespace.
@@ -37,7 +41,7 @@ export async function connectClient(): Promise<{ client: Client; connection: Con
       }
       throw err;
     }
-    return { client: new Client({ connection, namespace: cfg.namespace }), connection, namespace: cfg.namespace };
+    return { client: new Client({ connection, namespace: cfg.namespace, dataConverter }), connection, namespace: cfg.namespace };
   } catch (err) {
     if (err instanceof UsageError) throw err;
     throw new UnreachableError(address, err);

@@ -23,6 +23,8 @@ export interface DevServerOptions {
   uiPort?: number;
   /** No Web UI (tests that do not look at it). @default false */
   headless?: boolean;
+  /** Where the Web UI's pages decode payloads (`infir2 codec-server`); its users may still set their own. */
+  uiCodecEndpoint?: string;
 }
 
 export interface DevServerHandle {
@@ -38,6 +40,7 @@ export function devServerArgs(o: DevServerOptions): string[] {
   const port = o.port ?? 7233;
   const args = ['server', 'start-dev', '--db-filename', join(o.stateDir, 'temporal.sqlite'), '--ip', ip, '--port', String(port)];
   args.push(...(o.headless ? ['--headless'] : ['--ui-port', String(o.uiPort ?? port + 1000)]));
+  if (o.uiCodecEndpoint && !o.headless) args.push('--ui-codec-endpoint', o.uiCodecEndpoint);
   for (const sa of SEARCH_ATTRIBUTE_FLAGS) args.push('--search-attribute', sa);
   // WAL: concurrent readers while the server writes; the SDK's own CI runs the dev server this way.
   args.push('--sqlite-pragma', 'journal_mode=WAL', '--log-level', 'warn');

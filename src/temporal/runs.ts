@@ -3,13 +3,14 @@
  * live progress merged from the running steps' heartbeat details), start and cancel.
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
-import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { UsageError } from '../errors.js';
 import type { Progress, RunStatus, StepResult } from '../plan/contracts.js';
 import type { Plan } from '../plan/types.js';
 import { statusQuery } from '../workflows/definitions.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
-import { decodePayload, noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
+import { decodeRawPayload, decodeRequiredPayload } from './payloads.js';
+import { noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
 
 /** How long a status query may take before the run is read from the server's records instead, ms. */
 const QUERY_DEADLINE_MS = 8_000;
@@ -38,9 +39,9 @@ export async function resolveRun(client: Client, ref: string): Promise<RunRef> {
   throw new UsageError(`no run '${ref}' (give the id \`infir2 run\` printed; \`infir2 list\` shows them)`);
 }
 
-/** Decode the first heartbeat detail of a pending activity. */
-function decodeProgress(payloads: unknown): Progress | null {
-  return decodePayload<Progress>((payloads as { payloads?: unknown[] } | null)?.payloads?.[0]);
+/** Decode the first heartbeat detail of a pending activity (through the client's codecs: it may be encrypted). */
+function decodeProgress(client: Client, payloads: unknown): Promise<Progress | null> {
+  return decodeRawPayload<Progress>(client, (payloads as { payloads?: unknown[] } | null)?.payloads?.[0]);
 }
 
 /**
@@ -101,8 +102,9 @@ export async function startedArgs(ref: RunRef): Promise<{ plan: Plan; keep: Reco
   const history = await ref.handle.fetchHistory();
   const [planPayload, optsPayload] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!planPayload) throw new Error(`cannot read the plan of ${ref.workflowId} from its history`);
-  const plan = defaultPayloadConverter.fromPayload(planPayload as never) as Plan;
-  const opts = optsPayload ? (defaultPayloadConverter.fromPayload(optsPayload as never) as { keep?: Record<string, StepResult> } | null) : null;
+  const client = ref.handle.client;
+  const plan = await decodeRequiredPayload<Plan>(client, planPayload);
+  const opts = optsPayload ? await decodeRequiredPayload<{ keep?: Record<string, StepResult> } | null>(client, optsPayload) : null;
   return { plan, keep: opts?.keep ?? {} };
 }
 
@@ -123,7 +125,7 @@ export async function runStatus(client: Client, ref: RunRef, fresh = true): Prom
         try {
           const child = await client.workflow.getHandle(stepWorkflowId(ref.workflowId, s.id)).describe();
           const pending = child.raw.pendingActivities?.[0];
-          const p = pending ? decodeProgress(pending.heartbeatDetails) : null;
+          const p = pending ? await decodeProgress(client, pending.heartbeatDetails) : null;
           if (p) s.progress = p;
         } catch {
           /* the child may be between attempts or already closed */

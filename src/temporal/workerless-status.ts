@@ -6,10 +6,11 @@
  * with `Failed to query Workflow` although all of this was there.
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowClient } from '@temporalio/client';
-import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
+import { ApplicationFailure } from '@temporalio/common';
 import { initialStepState, PROGRESS_SIGNAL, type Progress, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
 import { FAILURE_CLASSES, type FailureClass, type Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
+import { decodeRawPayload, failureMessage } from './payloads.js';
 
 /** A live worker long-polls about once a minute; a poller not seen for this long is gone. */
 const POLLER_GONE_MS = 90_000;
@@ -49,40 +50,30 @@ function tsDate(ts: { seconds?: unknown; nanos?: number | null } | null | undefi
   return ts?.seconds != null ? new Date(Number(ts.seconds) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6)) : null;
 }
 
-/** One payload as the default converter reads it; null when absent or unreadable. */
-export function decodePayload<T>(payload: unknown): T | null {
-  if (!payload) return null;
-  try {
-    return defaultPayloadConverter.fromPayload(payload as never) as T;
-  } catch {
-    return null;
-  }
-}
-
 /**
  * The step's last attempt as its history recorded it: the progress it reported last (a timed-out attempt's last
  * heartbeat, a failed one's failure details) and why it ended.
  */
-async function lastAttempt(handle: ReturnType<WorkflowClient['getHandle']>): Promise<{ progress: Progress | null; failure: StepState['lastFailure']; at: string | null }> {
+async function lastAttempt(client: WorkflowClient, handle: ReturnType<WorkflowClient['getHandle']>): Promise<{ progress: Progress | null; failure: StepState['lastFailure']; at: string | null }> {
   const events = (await handle.fetchHistory()).events ?? [];
   for (let i = events.length - 1; i >= 0; i--) {
     const e = events[i]!;
     const at = tsDate(e.eventTime)?.toISOString() ?? null;
     const timedOut = e.activityTaskTimedOutEventAttributes?.failure;
     if (timedOut) {
-      const progress = decodePayload<Progress>(timedOut.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0] ?? timedOut.cause?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]);
+      const progress = await decodeRawPayload<Progress>(client, timedOut.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0] ?? timedOut.cause?.timeoutFailureInfo?.lastHeartbeatDetails?.payloads?.[0]);
       return { progress, failure: { class: 'preempted', message: 'worker lost (heartbeat timeout)' }, at };
     }
     const failed = e.activityTaskFailedEventAttributes?.failure;
     if (failed) {
       const info = failed.applicationFailureInfo;
       const cls = (FAILURE_CLASSES as readonly string[]).includes(info?.type ?? '') ? (info!.type as FailureClass) : 'crash';
-      return { progress: decodePayload<Progress>(info?.details?.payloads?.[0]), failure: { class: cls, message: failed.message ?? '' }, at };
+      return { progress: await decodeRawPayload<Progress>(client, info?.details?.payloads?.[0]), failure: { class: cls, message: await failureMessage(client, failed) }, at };
     }
     // The attempt's end may still be buffered behind a workflow task the lost worker had started: the newest
     // checkpoint it signalled is the last word.
     const signal = e.workflowExecutionSignaledEventAttributes;
-    if (signal?.signalName === PROGRESS_SIGNAL) return { progress: decodePayload<Progress>(signal.input?.payloads?.[0]), failure: null, at };
+    if (signal?.signalName === PROGRESS_SIGNAL) return { progress: await decodeRawPayload<Progress>(client, signal.input?.payloads?.[0]), failure: null, at };
   }
   return { progress: null, failure: null, at: null };
 }
@@ -106,10 +97,10 @@ async function stepFromServer(client: WorkflowClient, runWfId: string, parentRun
   switch (desc.status.name) {
     case 'RUNNING': {
       const pending = desc.raw.pendingActivities?.[0];
-      const p = decodePayload<Progress>(pending?.heartbeatDetails?.payloads?.[0]);
+      const p = await decodeRawPayload<Progress>(client, pending?.heartbeatDetails?.payloads?.[0]);
       if (p) return { ...st, status: 'running', progress: p, attempts: p.attempt };
       // No attempt in flight: the last one ended (its worker lost, say) and the next needs a worker to start.
-      const last = await lastAttempt(handle);
+      const last = await lastAttempt(client, handle);
       return {
         ...st,
         status: 'running',

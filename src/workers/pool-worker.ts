@@ -9,11 +9,12 @@ import { createActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
+import { codecFromEnv, EncryptionCodec } from '../temporal/codec.js';
 import { connectConfig } from '../temporal/connection.js';
 import { connectWorker } from '../temporal/worker-connection.js';
 import { watchServerIdentity } from './server-identity.js';
 import { gpuOverlapWarnings, liveWorkers, registerWorker } from './worker-registry.js';
-import { workflowBundle } from './workflow-bundle.js';
+import { encodedFailuresConverterPath, workflowBundle } from './workflow-bundle.js';
 
 export interface PoolWorkerOptions {
   /** Task queues of the pools to serve. */
@@ -66,6 +67,11 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
   quietRuntime(log);
   const killGraceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  // With INFIR2_CODEC_KEY every payload the worker writes is encrypted, failure messages included (the workflows'
+  // failures by their bundle, the activities' by the converter at that path); a malformed key stops it here.
+  const codec = codecFromEnv();
+  const encrypting = codec instanceof EncryptionCodec;
+  const dataConverter = { payloadCodecs: [codec], ...(encrypting ? { failureConverterPath: encodedFailuresConverterPath() } : {}) };
   const { connection, namespace } = await connectWorker();
   const slots = opts.slots ?? Math.max(1, opts.gpus.length);
   const gpus = new GpuSlots(opts.gpus.length ? opts.gpus : []);
@@ -77,7 +83,8 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         connection,
         namespace,
         taskQueue: ORCHESTRATOR_TASK_QUEUE,
-        workflowBundle: await workflowBundle(),
+        workflowBundle: await workflowBundle(encrypting),
+        dataConverter,
         // A workflow task waits this long on a dead worker's sticky queue before any worker may take it
         // (default 10 s): it adds straight to the recovery time after a worker dies.
         stickyQueueScheduleToStartTimeout: '1s',
@@ -91,6 +98,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         namespace,
         taskQueue,
         activities,
+        dataConverter,
         maxConcurrentActivityTaskExecutions: slots,
         // Flush heartbeats (progress, liveness) within a second: cancellation arrives on the reply.
         maxHeartbeatThrottleInterval: '1s',
@@ -119,7 +127,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
       }
     }
   });
-  log(`worker ready: ${[opts.orchestrator ? ORCHESTRATOR_TASK_QUEUE : null, ...opts.taskQueues].filter(Boolean).join(', ')}; ${slots} slot(s); GPUs: ${opts.gpus.join(',') || 'none'}`);
+  log(`worker ready: ${[opts.orchestrator ? ORCHESTRATOR_TASK_QUEUE : null, ...opts.taskQueues].filter(Boolean).join(', ')}; ${slots} slot(s); GPUs: ${opts.gpus.join(',') || 'none'}${encrypting ? `; payloads encrypted (key id ${codec.keyId})` : ''}`);
   try {
     await Promise.all(workers.map((w) => w.run()));
   } finally {

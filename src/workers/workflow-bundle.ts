@@ -1,6 +1,9 @@
 /**
  * The workflow code a worker loads. `make setup` pre-builds `dist/workflow-bundle.js` (webpack takes seconds,
  * and a restarted worker should be polling at once); without it the worker bundles from source on start.
+ * A worker that encrypts payloads loads a second bundle, `dist/workflow-bundle-encoded-failures.js`, whose
+ * failure converter puts failure messages into (encrypted) payloads: the sandbox's converter is fixed when the
+ * bundle is built.
  */
 import { bundleWorkflowCode, type WorkflowBundleOption } from '@temporalio/worker';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
@@ -9,31 +12,48 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** The workflows' entry module next to this file's layer (src/ under tsx/vitest, dist/ once built). */
-export function workflowsEntry(): string {
+/** A module of the workflows' layer next to this file's (src/ under tsx/vitest, dist/ once built). */
+function workflowsModule(name: string): string {
   for (const ext of ['.js', '.ts']) {
-    const p = join(here, '..', 'workflows', `index${ext}`);
+    const p = join(here, '..', 'workflows', `${name}${ext}`);
     if (existsSync(p)) return p;
   }
-  throw new Error(`cannot find the workflows entry next to ${here}`);
+  throw new Error(`cannot find workflows/${name} next to ${here}`);
 }
 
-export function prebuiltBundlePath(): string {
-  return join(here, '..', 'workflow-bundle.js');
+/** The workflows' entry module. */
+export function workflowsEntry(): string {
+  return workflowsModule('index');
 }
 
-export async function workflowBundle(): Promise<WorkflowBundleOption> {
-  const prebuilt = prebuiltBundlePath();
+/** The failure converter that encodes messages and stack traces (workflows/encoded-failures.ts). */
+export function encodedFailuresConverterPath(): string {
+  return workflowsModule('encoded-failures');
+}
+
+export function prebuiltBundlePath(encodedFailures = false): string {
+  return join(here, '..', encodedFailures ? 'workflow-bundle-encoded-failures.js' : 'workflow-bundle.js');
+}
+
+function bundle(encodedFailures: boolean) {
+  return bundleWorkflowCode({
+    workflowsPath: workflowsEntry(),
+    ...(encodedFailures ? { failureConverterPath: encodedFailuresConverterPath() } : {}),
+    logger: quietLogger,
+  });
+}
+
+export async function workflowBundle(encodedFailures = false): Promise<WorkflowBundleOption> {
+  const prebuilt = prebuiltBundlePath(encodedFailures);
   const entry = workflowsEntry();
   if (existsSync(prebuilt) && statSync(prebuilt).mtimeMs >= statSync(entry).mtimeMs) return { codePath: prebuilt };
-  const { code } = await bundleWorkflowCode({ workflowsPath: entry, logger: quietLogger });
+  const { code } = await bundle(encodedFailures);
   return { code };
 }
 
-/** Build step: write the bundle next to the compiled code. */
+/** Build step: write both bundles next to the compiled code; the path of the plain one. */
 export async function writePrebuiltBundle(): Promise<string> {
-  const { code } = await bundleWorkflowCode({ workflowsPath: workflowsEntry(), logger: quietLogger });
-  writeFileSync(prebuiltBundlePath(), code);
+  for (const encodedFailures of [true, false]) writeFileSync(prebuiltBundlePath(encodedFailures), (await bundle(encodedFailures)).code);
   return prebuiltBundlePath();
 }
 
