@@ -55,7 +55,7 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
   'codec-server': {
     load: () => import('./codec-server.js'),
     usage: 'codec-server [--port N] [--cors-origin URL]...',
-    help: 'decrypt payloads for the Web UI with INFIR2_CODEC_KEY (Temporal\'s remote codec protocol) until stopped',
+    help: "decrypt payloads for the Web UI with INFIR2_CODEC_KEY (Temporal's codec protocol)",
   },
   worker: {
     load: () => import('./worker.js'),
@@ -88,7 +88,7 @@ export function usage(): string {
     'exit codes: 0 done, 1 the run failed, 2 bad usage or an invalid recipe, 3 Temporal unreachable',
     'environment: TEMPORAL_ADDRESS (default localhost:7233), INFIR2_DEBUG=1 (stack traces),',
     '             INFIR2_HOME (where `up` keeps its state; default .infir2),',
-    '             INFIR2_CODEC_KEY (encrypt payloads: 32 bytes as 64 hex digits or base64; docs/cluster.md)',
+    '             INFIR2_CODEC_KEY (encrypt payloads: 32 bytes, 64 hex digits or base64)',
   ].join('\n');
 }
 

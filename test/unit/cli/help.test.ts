@@ -23,6 +23,7 @@ const MODULES: Record<string, () => Promise<VerbModule>> = {
   list: () => import('../../../src/cli/list.js'),
   logs: () => import('../../../src/cli/logs.js'),
   cancel: () => import('../../../src/cli/cancel.js'),
+  'codec-server': () => import('../../../src/cli/codec-server.js'),
   worker: () => import('../../../src/cli/worker.js'),
 };
 const VERBS = Object.keys(MODULES);

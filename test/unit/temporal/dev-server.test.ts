@@ -52,6 +52,12 @@ describe('devServerArgs', () => {
     expect(argv).toEqual(['server', 'start-dev', '--db-filename', '/s/temporal.sqlite', '--ip', '127.0.0.1', '--port', '7300', '--headless', ...SA_FLAGS, ...TAIL]);
   });
 
+  it("points the UI at a codec server when given one (not when headless: there is no UI)", () => {
+    expect(value(devServerArgs({ temporalBin: 't', stateDir: '/s', uiCodecEndpoint: 'http://127.0.0.1:8234' }), '--ui-codec-endpoint')).toBe('http://127.0.0.1:8234');
+    expect(devServerArgs({ temporalBin: 't', stateDir: '/s' })).not.toContain('--ui-codec-endpoint');
+    expect(devServerArgs({ temporalBin: 't', stateDir: '/s', headless: true, uiCodecEndpoint: 'http://x' })).not.toContain('--ui-codec-endpoint');
+  });
+
   it('passes one --search-attribute per key', () => {
     const argv = devServerArgs({ temporalBin: 't', stateDir: '/s' });
     expect(argv.filter((a) => a === '--search-attribute')).toHaveLength(4);
@@ -66,7 +72,8 @@ describe('devServerArgs', () => {
     const help = execFileSync(temporalBin(), ['server', 'start-dev', '--help'], { encoding: 'utf8' });
     const global = execFileSync(temporalBin(), ['options'], { encoding: 'utf8' });
     const argv = devServerArgs({ temporalBin: temporalBin(), stateDir: '/s', headless: true });
-    const flags = [...new Set([...argv, ...devServerArgs({ temporalBin: 't', stateDir: '/s' })].filter((a) => a.startsWith('--')))];
+    const withUi = devServerArgs({ temporalBin: 't', stateDir: '/s', uiCodecEndpoint: 'http://127.0.0.1:8234' });
+    const flags = [...new Set([...argv, ...withUi].filter((a) => a.startsWith('--')))];
     for (const f of flags) expect(`${help}\n${global}`, f).toMatch(new RegExp(`${f}\\b`));
     expect(help).toMatch(/KeywordList/);
   });
