@@ -34,6 +34,16 @@ export class CodecError extends Error {
   }
 }
 
+/** Whether `err` is, or was caused by, a CodecError (the SDK may wrap what a codec throws). */
+export function isCodecError(err: unknown): boolean {
+  return err instanceof CodecError || (err instanceof Error && err.cause instanceof CodecError);
+}
+
+/** The CodecError itself, to be shown as it is. */
+export function codecError(err: unknown): CodecError {
+  return err instanceof CodecError ? err : ((err as Error).cause as CodecError);
+}
+
 const utf8 = (b: Uint8Array | null | undefined) => (b ? Buffer.from(b).toString('utf8') : '');
 
 /** Whether the payload was written by an encrypting codec (ours or any that marks itself so). */

@@ -9,6 +9,7 @@ import type { Progress, RunStatus, StepResult } from '../plan/contracts.js';
 import type { Plan } from '../plan/types.js';
 import { statusQuery } from '../workflows/definitions.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
+import { codecError, isCodecError } from './codec.js';
 import { decodeRawPayload, decodeRequiredPayload } from './payloads.js';
 import { noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
 
@@ -59,6 +60,8 @@ async function closedStatus(handle: WorkflowHandle, desc: WorkflowExecutionDescr
     if (wfStatus === 'COMPLETED') return ((await handle.result()) as { status?: RunStatus }).status ?? null;
     if (wfStatus === 'FAILED') await handle.result();
   } catch (err) {
+    // No key or the wrong one: that is the answer, not a run without a recorded status.
+    if (isCodecError(err)) throw codecError(err);
     const details = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause.details : undefined;
     const st = details?.[0] as RunStatus | undefined;
     if (st && Array.isArray(st.steps)) return st;
@@ -92,6 +95,7 @@ export async function recordedStatus(ref: RunRef, desc: WorkflowExecutionDescrip
   try {
     return await ref.handle.query(statusQuery);
   } catch (err) {
+    if (isCodecError(err)) throw codecError(err);
     const hint = ' (a closed run is read by replaying it: start a worker with `infir2 up` or `infir2 worker`)';
     throw new Error(`cannot read the status of ${ref.workflowId}: ${err instanceof Error ? err.message : String(err)}${hint}`);
   }
