@@ -51,6 +51,8 @@ export interface Env {
 export interface EnvOptions {
   /** Start the dev server with its Web UI on a free port (`env.server.uiUrl`) instead of headless. */
   ui?: boolean;
+  /** With `ui`: where the UI's pages decode payloads (`--ui-codec-endpoint`). */
+  uiCodecEndpoint?: string;
 }
 
 /** Newest modification time of the files under `dir`. */
@@ -70,7 +72,7 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
   const dir = mkdtempSync(join(tmpdir(), `infir2-${name}-`));
   const port = await freePort();
   const stateDir = join(dir, 'state');
-  const serverOpts = { temporalBin: TEMPORAL_BIN, stateDir, port, ...(opts.ui ? { headless: false, uiPort: await freePort() } : { headless: true }) };
+  const serverOpts = { temporalBin: TEMPORAL_BIN, stateDir, port, ...(opts.ui ? { headless: false, uiPort: await freePort(), uiCodecEndpoint: opts.uiCodecEndpoint } : { headless: true }) };
   let server = await startDevServer(serverOpts);
   const connection = await Connection.connect({ address: server.address });
   const client = new Client({ connection });
