@@ -8,7 +8,7 @@
  * through `infir2 codec-server`.
  */
 import { Client } from '@temporalio/client';
-import { execFile } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,6 +28,7 @@ let env: Env;
 /** The test's own client, with the key, as `infir2` makes it. */
 let keyed: Client;
 let savedKey: string | undefined;
+let keyedWorker: ChildProcess;
 
 beforeAll(async () => {
   // The harness hands the test's environment to the workers it starts: they encrypt.
@@ -35,8 +36,8 @@ beforeAll(async () => {
   process.env.INFIR2_CODEC_KEY = KEY_HEX;
   env = await setupEnv('codec');
   keyed = new Client({ connection: env.connection, dataConverter: { payloadCodecs: [codec] } });
-  const w = await env.startWorker();
-  expect(env.outputOf(w)).toContain(`payloads encrypted (key id ${codec.keyId})`);
+  keyedWorker = await env.startWorker();
+  expect(env.outputOf(keyedWorker)).toContain(`payloads encrypted (key id ${codec.keyId})`);
 });
 
 afterAll(async () => {
@@ -226,5 +227,21 @@ describe('payload encryption', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('a worker without the key fails the run\'s tasks with the line, and the run goes on once a worker has it', async () => {
+    await env.stopWorker(keyedWorker);
+    delete process.env.INFIR2_CODEC_KEY;
+    const keyless = await env.startWorker();
+    process.env.INFIR2_CODEC_KEY = KEY_HEX;
+    expect(env.outputOf(keyless)).not.toContain('payloads encrypted');
+    const runDir = tmpRunDir(env, 'enc-keyless');
+    const p = fakePlan(runDir, 'enc-keyless', [fakeStep({ id: 'cpt.stable', runDir, iters: 3, saveInterval: 3 })]);
+    const h = await start(p);
+    await waitFor('the keyless worker to refuse the task', () => env.outputOf(keyless).includes(`payload encrypted with key id ${codec.keyId}; INFIR2_CODEC_KEY is not set in this process`), 30_000);
+    await env.stopWorker(keyless);
+    keyedWorker = await env.startWorker();
+    const res = (await h.result()) as { status: RunStatus };
+    expect(res.status.status).toBe('completed');
   });
 });

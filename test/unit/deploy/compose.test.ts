@@ -326,6 +326,11 @@ describe('GPU worker examples', () => {
     expect(stop).toBeGreaterThan(grace + 15);
   });
 
+  it('hands INFIR2_CODEC_KEY to the orchestrator worker (empty: no encryption), and the example names it for the GPU workers', () => {
+    expect(env(svc('orchestrator')).INFIR2_CODEC_KEY).toBe('${INFIR2_CODEC_KEY:-}');
+    expect(read('deploy/gpu-worker.env.example')).toMatch(/^#INFIR2_CODEC_KEY=$/m);
+  });
+
   it('the environment example points at the compose host on the published gRPC port', () => {
     const lines = read('deploy/gpu-worker.env.example').split('\n').filter((l) => /^[A-Z][A-Z0-9_]*=/.test(l));
     const vars = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
@@ -514,9 +519,9 @@ describe('docs/cluster.md', () => {
 
   it('uses only verbs that the CLI has', () => {
     const main = read('src/cli/main.ts');
-    const verbs = new Set([...main.matchAll(/^ {2}([a-z]+): \{(?: load: |\n\s+load: )/gm)].map((m) => m[1]));
-    expect(verbs.size).toBe(12);
-    const used = new Set([...doc.matchAll(/(?:npx infir2|bin\/infir2\.js|`infir2) ([a-z]+)\b/g)].map((m) => m[1]!));
+    const verbs = new Set([...main.matchAll(/^ {2}'?([a-z-]+)'?: \{(?: load: |\n\s+load: )/gm)].map((m) => m[1]));
+    expect(verbs.size).toBe(13);
+    const used = new Set([...doc.matchAll(/(?:npx infir2|bin\/infir2\.js|`infir2) ([a-z][a-z-]*[a-z])\b/g)].map((m) => m[1]!));
     for (const v of used) expect(verbs, `docs/cluster.md uses \`infir2 ${v}\``).toContain(v);
     expect(used.size).toBeGreaterThan(5);
   });
