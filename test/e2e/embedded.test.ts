@@ -39,6 +39,14 @@ describe('exit codes without a server', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it('says so (exit 3, one line) when TEMPORAL_ADDRESS names a host that does not resolve, for a verb and a worker', async () => {
+    for (const args of [['list'], ['worker', '--pool', 'x']]) {
+      const r = await infir2(args, { TEMPORAL_ADDRESS: 'no-such-host.invalid:7233' });
+      expect(r.code).toBe(3);
+      expect(r.stderr).toMatch(/^error: cannot reach Temporal at no-such-host\.invalid:7233 \(.*\); start the embedded server with `infir2 up` or set TEMPORAL_ADDRESS\n$/);
+    }
+  });
+
   it('rejects unknown verbs and flags with exit 2', async () => {
     expect((await infir2(['frobnicate'])).code).toBe(2);
     const r = await infir2(['status', 'x', '--bogus']);
