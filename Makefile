@@ -1,8 +1,10 @@
 # infir2: two commands do everything on a fresh machine —
 #   make demo   set up, start the embedded Temporal server + worker, run recipes/tiny.yaml end to end
 #   make test   set up, then the whole test suite (TypeScript + Python trainer)
+#   make test-cluster   the cluster tier: Temporal server on PostgreSQL as docker-compose.yml runs it, built
+#                       from Go modules (make setup-cluster; docs/cluster.md)
 SHELL := /bin/bash
-.PHONY: setup setup-gpu build test test-ts test-py demo bench bench-gpu docs clean
+.PHONY: setup setup-gpu setup-cluster build test test-cluster test-ts test-py demo bench bench-gpu docs clean
 
 setup:
 	@bash scripts/setup.sh
@@ -17,6 +19,13 @@ setup-gpu:
 test:
 	@bash scripts/setup.sh --test
 	@bash scripts/test.sh
+
+# The Temporal server and SQL tool of the release docker-compose.yml pins, and Debian's PostgreSQL server.
+setup-cluster:
+	@bash scripts/setup-cluster.sh
+
+test-cluster:
+	@bash scripts/test-cluster.sh
 
 demo: setup
 	@bash scripts/demo.sh

@@ -209,7 +209,7 @@ export function recordPlan(plan: Plan): void {
   writeFileSync(join(plan.runDir, 'plan.json'), JSON.stringify(plan, null, 2));
 }
 
-export async function startPlan(env: Env, plan: Plan, opts: Record<string, unknown> = {}) {
+export async function startPlan(env: Pick<Env, 'client'>, plan: Plan, opts: Record<string, unknown> = {}) {
   recordPlan(plan);
   return env.client.workflow.start('recipeRun', {
     taskQueue: ORCHESTRATOR_TASK_QUEUE,
@@ -244,7 +244,7 @@ export function processesMentioning(needle: string): number[] {
   return out;
 }
 
-export function tmpRunDir(env: Env, name: string): string {
+export function tmpRunDir(env: Pick<Env, 'dir'>, name: string): string {
   return join(env.dir, 'runs', name);
 }
 

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Idempotent set-up of the cluster test tier (`make setup-cluster`, test/cluster/): the real control plane of
+# docker-compose.yml, without Docker.
+#   - the Temporal server (`temporal-server`) and its SQL schema tool (`temporal-sql-tool`) of exactly the release
+#     docker-compose.yml pins (`temporalio/server:X.Y.Z`), built from the Go module go.temporal.io/server@vX.Y.Z;
+#   - that release's PostgreSQL schema (schema/postgresql/v12, what admin-tools ships in /etc/temporal/schema);
+#   - Debian's PostgreSQL server (initdb, pg_ctl).
+# Everything lands in ${INFIR2_CACHE:-$HOME/.cache/infir2}, outside the repository: the first run downloads about
+# 1.5 GB of Go modules and compiles for minutes; a second run finds the stamp and takes a second.
+# The tier's harness (test/cluster/harness.ts) reads what it needs from the manifest written at the end.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+say() { printf '[setup-cluster] %s\n' "$*"; }
+die() { printf '[setup-cluster] error: %s\n' "$*" >&2; exit 1; }
+t0=$(date +%s)
+
+# 1. The release: docker-compose.yml is the one place it is written.
+version=$(sed -n 's#^[[:space:]]*image:[[:space:]]*temporalio/server:\([0-9][0-9.]*\)[[:space:]]*$#\1#p' docker-compose.yml | head -n 1)
+[ -n "$version" ] || die "no 'image: temporalio/server:X.Y.Z' line in docker-compose.yml"
+cache=${INFIR2_CACHE:-$HOME/.cache/infir2}
+dir="$cache/temporal-server-$version"
+bin="$dir/bin"
+schema="$dir/schema/postgresql/v12"
+manifest="$dir/manifest.json"
+mkdir -p "$cache"
+
+# 2. Debian's PostgreSQL server binaries (the tier runs a private instance; the system one is never touched).
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | while read -r d; do [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && echo "$d"; done | tail -n 1; }
+if [ -z "$(pg_bin)" ]; then
+  if [ "$(id -u)" != 0 ]; then
+    die "PostgreSQL's server is not installed; run as root or: sudo apt-get install -y postgresql"
+  fi
+  say "installing Debian's PostgreSQL server"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+pgbin=$(pg_bin)
+[ -n "$pgbin" ] || die "no initdb/pg_ctl under /usr/lib/postgresql/*/bin"
+pg_version=$("$pgbin/postgres" --version | awk '{print $NF}')
+
+# 3. The Temporal server and SQL tool, built once per release. The stamp names what was built and how.
+go=$(command -v go || true)
+[ -n "$go" ] || go=/usr/local/go/bin/go
+[ -x "$go" ] || die "Go is not installed (go on PATH or /usr/local/go/bin/go); https://go.dev/dl/"
+tags=disable_grpc_modules # as the release's own Makefile builds its binaries (ALL_BUILD_TAGS)
+want="go.temporal.io/server@v$version tags=$tags CGO_ENABLED=0"
+if [ -x "$bin/temporal-server" ] && [ -x "$bin/temporal-sql-tool" ] && [ -d "$schema/temporal/versioned" ] \
+   && [ "$(cat "$dir/.stamp" 2>/dev/null)" = "$want" ]; then
+  say "Temporal server $version: built ($bin)"
+else
+  export GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOFLAGS=-modcacherw CGO_ENABLED=0
+  say "building Temporal server $version and temporal-sql-tool from Go modules ($("$go" version | awk '{print $3}'); the first time downloads ~1.5 GB and takes minutes)"
+  src=$("$go" mod download -json "go.temporal.io/server@v$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$src/cmd/server" ] && [ -d "$src/cmd/tools/sql" ] || die "go.temporal.io/server@v$version has no cmd/server or cmd/tools/sql (in $src)"
+  tmp=$(mktemp -d "$cache/build.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  # Built inside the module, so its own go.mod and go.sum pin every dependency (as the release's Makefile does).
+  (cd "$src" && "$go" build -trimpath -tags "$tags" -o "$tmp/temporal-sql-tool" ./cmd/tools/sql)
+  (cd "$src" && "$go" build -trimpath -tags "$tags" -o "$tmp/temporal-server" ./cmd/server)
+  mkdir -p "$tmp/schema/postgresql"
+  cp -R "$src/schema/postgresql/v12" "$tmp/schema/postgresql/v12"
+  chmod -R u+w,go+rX "$tmp/schema"
+  rm -rf "$dir.new" && mkdir -p "$dir.new" && mv "$tmp/schema" "$dir.new/schema" && mkdir "$dir.new/bin" \
+    && mv "$tmp/temporal-server" "$tmp/temporal-sql-tool" "$dir.new/bin/"
+  echo "$want" > "$dir.new/.stamp"
+  rm -rf "$dir" && mv "$dir.new" "$dir"
+  say "built in $(( $(date +%s) - t0 ))s: $bin"
+fi
+"$bin/temporal-server" --version >/dev/null || die "$bin/temporal-server does not run"
+
+# 4. The manifest the harness reads (rewritten each time: PostgreSQL may have been upgraded since the build).
+temporal_cli="$root/.venv/bin/temporal"
+[ -x "$temporal_cli" ] || say "warning: no Temporal CLI at $temporal_cli (setup-temporal.sh needs it): run make setup"
+cat > "$manifest.tmp" <<EOF
+{
+  "version": "$version",
+  "server": "$bin/temporal-server",
+  "sqlTool": "$bin/temporal-sql-tool",
+  "schemaDir": "$schema",
+  "pgBin": "$pgbin",
+  "pgVersion": "$pg_version"
+}
+EOF
+mv "$manifest.tmp" "$manifest"
+say "ready in $(( $(date +%s) - t0 ))s: Temporal server $version, PostgreSQL $pg_version ($pgbin); manifest $manifest"

