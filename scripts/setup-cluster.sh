@@ -37,7 +37,7 @@ if [ -z "$(pg_bin)" ]; then
 fi
 pgbin=$(pg_bin)
 [ -n "$pgbin" ] || die "no initdb/pg_ctl under /usr/lib/postgresql/*/bin"
-pg_version=$("$pgbin/postgres" --version | awk '{print $NF}')
+pg_version=$("$pgbin/postgres" --version | awk '{print $3}') # "postgres (PostgreSQL) 15.18 (Debian …)"
 
 # 3. The Temporal server and SQL tool, built once per release. The stamp names what was built and how.
 go=$(command -v go || true)
@@ -56,8 +56,8 @@ else
   tmp=$(mktemp -d "$cache/build.XXXXXX")
   trap 'rm -rf "$tmp"' EXIT
   # Built inside the module, so its own go.mod and go.sum pin every dependency (as the release's Makefile does).
-  (cd "$src" && "$go" build -trimpath -tags "$tags" -o "$tmp/temporal-sql-tool" ./cmd/tools/sql)
-  (cd "$src" && "$go" build -trimpath -tags "$tags" -o "$tmp/temporal-server" ./cmd/server)
+  (cd "$src" && "$go" build -tags "$tags" -o "$tmp/temporal-sql-tool" ./cmd/tools/sql)
+  (cd "$src" && "$go" build -tags "$tags" -o "$tmp/temporal-server" ./cmd/server)
   mkdir -p "$tmp/schema/postgresql"
   cp -R "$src/schema/postgresql/v12" "$tmp/schema/postgresql/v12"
   chmod -R u+w,go+rX "$tmp/schema"
@@ -67,7 +67,8 @@ else
   rm -rf "$dir" && mv "$dir.new" "$dir"
   say "built in $(( $(date +%s) - t0 ))s: $bin"
 fi
-"$bin/temporal-server" --version >/dev/null || die "$bin/temporal-server does not run"
+built_version=$("$bin/temporal-server" --version 2>&1 | awk '{print $NF}') || die "$bin/temporal-server does not run"
+[ "$built_version" = "$version" ] || die "$bin/temporal-server says it is $built_version, docker-compose.yml pins $version"
 
 # 4. The manifest the harness reads (rewritten each time: PostgreSQL may have been upgraded since the build).
 temporal_cli="$root/.venv/bin/temporal"

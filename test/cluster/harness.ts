@@ -330,6 +330,25 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
   const cleanups: (() => void)[] = [];
   const onExit = () => cleanups.forEach((f) => f());
   process.once('exit', onExit);
+  try {
+    return await startCluster(name, manifest, dir, timings, jobOutput, cleanups, onExit);
+  } catch (err) {
+    // A start that failed half way leaves nothing running.
+    onExit();
+    process.removeListener('exit', onExit);
+    throw new Error(`${err instanceof Error ? err.message : String(err)} (logs in ${dir})`);
+  }
+}
+
+async function startCluster(
+  name: string,
+  manifest: ClusterManifest,
+  dir: string,
+  timings: Record<string, number>,
+  jobOutput: Record<string, string>,
+  cleanups: (() => void)[],
+  onExit: () => void,
+): Promise<ClusterEnv> {
 
   // 1. PostgreSQL: the `postgresql` service (its superuser is POSTGRES_USER, as the postgres image makes it).
   const db = composeEnv('postgresql');
@@ -353,7 +372,9 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
   timings.schema = secondsSince(t);
 
   // 3. The `temporal` service: `temporal-server start` (the image's entrypoint) with the compose environment.
-  const ports = Object.fromEntries(await Promise.all(SERVER_PORT_VARS.map(async (k) => [k, String(await freePort())] as const)));
+  const taken = new Set<number>();
+  const ports: Record<string, string> = {};
+  for (const k of SERVER_PORT_VARS) ports[k] = String(await freeLowPort(taken));
   const composeServer = composeEnv('temporal');
   const serverEnv = containerEnv(
     {
@@ -476,6 +497,30 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
     },
   };
   return env;
+}
+
+/**
+ * A free TCP port on 127.0.0.1 in 10000–32767. Temporal records each service's membership port in a SQL
+ * SMALLINT (cluster_membership.rpc_port): a port above 32767 (where the kernel's ephemeral range, and so
+ * `freePort`, begins) makes the server exit at start with `UpsertClusterMembership … out of range for type
+ * smallint`. The compose defaults (6933–6939) are well below it.
+ */
+async function freeLowPort(taken: Set<number>): Promise<number> {
+  const { createServer } = await import('node:net');
+  for (let i = 0; i < 500; i += 1) {
+    const port = 10_000 + Math.floor(Math.random() * (32_768 - 10_000));
+    if (taken.has(port)) continue;
+    const free = await new Promise<boolean>((res) => {
+      const srv = createServer();
+      srv.once('error', () => res(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+    });
+    if (free) {
+      taken.add(port);
+      return port;
+    }
+  }
+  throw new Error('no free port in 10000-32767');
 }
 
 async function portOpen(port: number): Promise<boolean> {

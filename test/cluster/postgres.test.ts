@@ -35,6 +35,27 @@ async function firstIterationAt(runDir: string, stepId: string, timeoutMs: numbe
   return Date.now();
 }
 
+/**
+ * Where the time between `since` and the next step's first iteration went: the server-side times (history
+ * events) of the handover, in seconds after `since`.
+ */
+async function handover(env: ClusterEnv, runWorkflowId: string, since: number): Promise<string> {
+  const events = async (id: string) => (await env.client.workflow.getHandle(id).fetchHistory()).events ?? [];
+  const at = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null } | undefined) =>
+    e?.eventTime ? `${secondsSince(since, Number(e.eventTime.seconds) * 1000 + Math.floor((e.eventTime.nanos ?? 0) / 1e6))}s` : '?';
+  const a = await events(`${runWorkflowId}/cpt.warmup`);
+  const parent = await events(runWorkflowId);
+  const b = await events(`${runWorkflowId}/sft.stage1`);
+  return [
+    `cpt.warmup activity completed ${at(a.find((e) => e.activityTaskCompletedEventAttributes))}`,
+    `its child workflow closed ${at(a.find((e) => e.workflowExecutionCompletedEventAttributes))}`,
+    `parent saw it ${at(parent.find((e) => e.childWorkflowExecutionCompletedEventAttributes))}`,
+    `sft.stage1 started ${at(b[0])}`,
+    `its activity scheduled ${at(b.find((e) => e.activityTaskScheduledEventAttributes))}`,
+    `picked up by the worker ${at(b.find((e) => e.activityTaskStartedEventAttributes))}`,
+  ].join(', ');
+}
+
 /** Two training steps, the second after the first: a run whose handover needs the control plane. */
 function twoStepPlan(runDir: string, runId: string) {
   return fakePlan(runDir, runId, [
@@ -112,6 +133,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     const nextAt = await firstIterationAt(runDir, 'sft.stage1', 60_000);
     report(`baseline: last iteration of cpt.warmup → first of sft.stage1 in ${secondsSince(lastAt, nextAt)}s`);
     await expectCleanCompletion(env, h, runDir);
+    report(`baseline, after the last iteration: ${await handover(env, h.workflowId, lastAt)}`);
     expect(secondsSince(lastAt, nextAt)).toBeLessThan(10);
   });
 
@@ -133,6 +155,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
         `recovery (server restart → next training iteration) ${secondsSince(server.startedAt, nextAt)}s`,
     );
     const status = await expectCleanCompletion(env, h, runDir);
+    report(`server SIGKILL, after the restart: ${await handover(env, h.workflowId, server.startedAt)}; first iteration ${secondsSince(server.startedAt, nextAt)}s`);
     // The worker rode the restart out: same process, and it saw the same cluster (same database).
     expect(worker.exitCode).toBe(null);
     expect(env.outputOf(worker)).not.toMatch(/another cluster/);
@@ -161,6 +184,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
         `recovery (database accepting connections → next training iteration) ${secondsSince(upAt, nextAt)}s`,
     );
     const status = await expectCleanCompletion(env, h, runDir);
+    report(`PostgreSQL, after it is back: ${await handover(env, h.workflowId, upAt)}; first iteration ${secondsSince(upAt, nextAt)}s`);
     // The server itself rode it out (persistence errors are retried, not fatal).
     expect(env.server.pid).toBe(serverPid);
     expect(worker.exitCode).toBe(null);
