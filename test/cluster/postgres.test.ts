@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import { SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
-import { fakePlan, fakeStep, journal, processesMentioning, ROOT, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
+import { fakePlan, fakeStep, journal, processesMentioning, ROOT, sleep, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
 import { clusterManifest, jobScript, secondsSince, setupCluster, type ClusterEnv } from './harness.js';
 
 const prereq = clusterManifest();
@@ -19,6 +19,18 @@ if (prereq.missing) console.warn(`[cluster] skipped: ${prereq.missing}`);
 
 /** The workflow's own defaults (heartbeat timeout 60 s, retry delay 5 s), not the integration tier's short ones. */
 const DEFAULT_OPTIONS = { heartbeatTimeoutSec: undefined, retryDelaySec: undefined };
+
+/**
+ * How long the server or the database stays down in the fault tests, seconds (at least until the running step has
+ * finished its training, so that the handover to the next step falls in the outage).
+ */
+const OUTAGE_S = Number(process.env.INFIR2_CLUSTER_OUTAGE_S ?? 5);
+
+/**
+ * The heartbeat timeout of the long-outage test, seconds; left unset, the workflow's default (60 s). Set it to see
+ * what a shorter one does to the recovery time (docs/cluster.md).
+ */
+const LONG_OUTAGE_HEARTBEAT_S = process.env.INFIR2_CLUSTER_HEARTBEAT_S ? Number(process.env.INFIR2_CLUSTER_HEARTBEAT_S) : undefined;
 
 const report = (msg: string) => console.log(`[cluster] ${msg}`);
 
@@ -146,6 +158,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     const killedAt = Date.now();
     // The trainer needs no server: it finishes its step during the outage. Handing over to the next step does.
     await waitFor('cpt.warmup to finish while the server is down', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    await sleep(killedAt + OUTAGE_S * 1000 - Date.now());
     expect(journal(runDir, 'sft.stage1')).toEqual([]);
     const server = await env.startServer();
     expect(server.pid).not.toBe(oldPid);
@@ -175,6 +188,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     await env.postgres.stop('fast');
     const stoppedAt = Date.now();
     await waitFor('cpt.warmup to finish while PostgreSQL is down', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    await sleep(stoppedAt + OUTAGE_S * 1000 - Date.now());
     const startedAt = Date.now();
     await env.postgres.start();
     const upAt = Date.now();
@@ -190,6 +204,37 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     expect(worker.exitCode).toBe(null);
     report(`PostgreSQL restart: failures per step ${JSON.stringify(status.steps.map((s) => [s.id, s.failures]))}`);
     expect(secondsSince(upAt, nextAt)).toBeLessThan(180);
+  });
+
+  it('recovers from a server outage longer than the worker\'s 10 s of retries of a finished step\'s result, after the heartbeat timeout', async () => {
+    // sdk-core retries RespondActivityTaskCompleted for at most 10 s (RetryOptions: 100 ms ×1.7 up to 5 s, 10 s
+    // in all), then drops it ("Network error while completing activity"). A step that ends in a longer outage is
+    // therefore known to the server only when its heartbeat timeout runs out; the next attempt finds the final
+    // checkpoint complete and trains nothing.
+    const runDir = tmpRunDir(env, 'longoutage');
+    const opts = { ...DEFAULT_OPTIONS, heartbeatTimeoutSec: LONG_OUTAGE_HEARTBEAT_S };
+    const h = await startPlan(env, twoStepPlan(runDir, 'longoutage'), opts);
+    await waitFor('cpt.warmup iteration 10', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 10), 60_000);
+    await env.killServer();
+    const killedAt = Date.now();
+    await waitFor('cpt.warmup to finish while the server is down', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration === 30), 60_000);
+    const finishedAt = Date.now();
+    // Down until well past the 10 s the worker spends retrying the result.
+    await sleep(finishedAt + 15_000 - Date.now());
+    const server = await env.startServer();
+    const nextAt = await firstIterationAt(runDir, 'sft.stage1', 240_000);
+    const heartbeat = LONG_OUTAGE_HEARTBEAT_S ?? 60;
+    report(
+      `long server outage (${secondsSince(killedAt, server.startedAt)}s, heartbeat timeout ${heartbeat}s): ` +
+        `recovery (server restart → next training iteration) ${secondsSince(server.startedAt, nextAt)}s; ` +
+        `${await handover(env, h.workflowId, server.startedAt)}`,
+    );
+    const status = await expectCleanCompletion(env, h, runDir);
+    // The lost result counts as one preemption of cpt.warmup, and its second attempt trained nothing.
+    expect(status.steps[0]?.failures).toMatchObject({ preempted: 1 });
+    expect(new Set(journal(runDir, 'cpt.warmup').map((e) => e.pid)).size).toBe(1);
+    // Bounded by the heartbeat timeout (from the last heartbeat, before the kill) and the retry delay (5 s).
+    expect(secondsSince(killedAt, nextAt)).toBeLessThan(heartbeat + 5 + 20);
   });
 
   it('runs the compose jobs again on a set-up cluster without changing anything (every `docker compose up` does)', () => {
