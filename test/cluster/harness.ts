@@ -494,6 +494,8 @@ async function startCluster(
         onExit();
         throw new Error(`processes left behind in ${dir}: ${left.map((p) => `${p.pid} ${p.cmd}`).join('; ')}`);
       }
+      // The database and the runs are tens of MB: kept only when asked (INFIR2_KEEP_TEST_DIRS=1), for a look.
+      if (!process.env.INFIR2_KEEP_TEST_DIRS) rmSync(dir, { recursive: true, force: true });
     },
   };
   return env;
