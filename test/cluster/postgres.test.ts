@@ -246,6 +246,37 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     expect(secondsSince(killedAt, nextAt)).toBeLessThan(Math.max(heartbeat, secondsSince(killedAt, server.readyAt)) + 5 + 12 + 5);
   });
 
+  it('a mid-step outage longer than the heartbeat timeout minus the SDK\'s heartbeat throttle (60 s − 48 s) can cost a running step its attempt', async () => {
+    // The SDK sends a heartbeat at once, then at most every 0.8 × the heartbeat timeout (48 s of 60 s): the
+    // server's last record of a running step may be 48 s old when an outage begins. Down 25 s from 40 s into the
+    // step, the server comes back past the 60 s timeout of the heartbeat it recorded at the start.
+    const runDir = tmpRunDir(env, 'midstep');
+    const plan = fakePlan(runDir, 'midstep', [fakeStep({ id: 'cpt.stable', runDir, iters: 160, saveInterval: 20, sleep: 0.5 })]);
+    const h = await startPlan(env, plan, DEFAULT_OPTIONS);
+    await waitFor('cpt.stable to train', () => journal(runDir, 'cpt.stable').length > 0, 60_000);
+    const trainingAt = Date.now();
+    await sleep(trainingAt + 40_000 - Date.now());
+    await env.killServer();
+    const killedAt = Date.now();
+    const before = journal(runDir, 'cpt.stable').at(-1)!.iteration;
+    await sleep(killedAt + 25_000 - Date.now());
+    const server = await env.startServer();
+    const res = (await h.result()) as { status: RunStatus };
+    expect(res.status.status).toBe('completed');
+    const entries = journal(runDir, 'cpt.stable');
+    const pids = [...new Set(entries.map((e) => e.pid))];
+    const again = recomputed(runDir, 'cpt.stable');
+    report(
+      `mid-step outage of ${secondsSince(killedAt, server.startedAt)}s, 40 s into a step (at iteration ${before}): ` +
+        `failures ${JSON.stringify(res.status.steps[0]?.failures)}, ${pids.length} trainer process(es), ` +
+        `iterations trained twice: ${again.length ? `${again[0]}–${again.at(-1)}` : 'none'}`,
+    );
+    // Whatever happened, nothing before the last complete checkpoint was trained twice.
+    const lastSave = Math.floor(before / 20) * 20;
+    expect(again.filter((it) => it <= lastSave - 20)).toEqual([]);
+    expect(processesMentioning(runDir)).toEqual([]);
+  });
+
   it('runs the compose jobs again on a set-up cluster without changing anything (every `docker compose up` does)', () => {
     const again = (job: 'temporal-schema' | 'temporal-setup', extra: Record<string, string>) =>
       spawnSync('/bin/sh', [jobScript(job)], { encoding: 'utf8', env: { ...env.jobEnv(job), ...extra } });
