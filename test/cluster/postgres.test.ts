@@ -246,10 +246,11 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     expect(secondsSince(killedAt, nextAt)).toBeLessThan(Math.max(heartbeat, secondsSince(killedAt, server.readyAt)) + 5 + 12 + 5);
   });
 
-  it('a mid-step outage longer than the heartbeat timeout minus the SDK\'s heartbeat throttle (60 s − 48 s) can cost a running step its attempt', async () => {
+  it('rides out a 25 s server outage 40 s into a step, although the server\'s last heartbeat of it is then 40 s old', async () => {
     // The SDK sends a heartbeat at once, then at most every 0.8 × the heartbeat timeout (48 s of 60 s): the
     // server's last record of a running step may be 48 s old when an outage begins. Down 25 s from 40 s into the
-    // step, the server comes back past the 60 s timeout of the heartbeat it recorded at the start.
+    // step, the server comes back past the 60 s timeout of the heartbeat it recorded at the start; what happens
+    // then is reported (measured: nothing, the step goes on), and the invariants are checked.
     const runDir = tmpRunDir(env, 'midstep');
     const plan = fakePlan(runDir, 'midstep', [fakeStep({ id: 'cpt.stable', runDir, iters: 160, saveInterval: 20, sleep: 0.5 })]);
     const h = await startPlan(env, plan, DEFAULT_OPTIONS);
