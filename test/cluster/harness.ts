@@ -331,7 +331,7 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
   const onExit = () => cleanups.forEach((f) => f());
   process.once('exit', onExit);
   try {
-    return await startCluster(name, manifest, dir, timings, jobOutput, cleanups, onExit);
+    return await startCluster(manifest, dir, timings, jobOutput, cleanups, onExit);
   } catch (err) {
     // A start that failed half way leaves nothing running.
     onExit();
@@ -341,7 +341,6 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
 }
 
 async function startCluster(
-  name: string,
   manifest: ClusterManifest,
   dir: string,
   timings: Record<string, number>,
