@@ -87,6 +87,7 @@ async function expectCleanCompletion(env: ClusterEnv, h: { result(): Promise<unk
   for (const step of ['cpt.warmup', 'sft.stage1']) {
     expect(recomputed(runDir, step), step).toEqual([]);
     expect(journal(runDir, step).at(-1)?.iteration, step).toBe(step === 'cpt.warmup' ? 30 : 10);
+    expect(new Set(journal(runDir, step).map((e) => e.pid)).size, `${step}: trainer processes`).toBe(1);
   }
   expect(processesMentioning(runDir)).toEqual([]);
   return res.status;
@@ -175,7 +176,8 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     // The worker rode the restart out: same process, and it saw the same cluster (same database).
     expect(worker.exitCode).toBe(null);
     expect(env.outputOf(worker)).not.toMatch(/another cluster/);
-    report(`server SIGKILL: failures per step ${JSON.stringify(status.steps.map((s) => [s.id, s.failures]))}`);
+    // A short outage costs no attempt: the worker's retries delivered the result.
+    expect(status.steps.map((s) => s.failures)).toEqual([{}, {}]);
     expect(secondsSince(server.startedAt, nextAt)).toBeLessThan(180);
   });
 
@@ -205,7 +207,7 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     // The server itself rode it out (persistence errors are retried, not fatal).
     expect(env.server.pid).toBe(serverPid);
     expect(worker.exitCode).toBe(null);
-    report(`PostgreSQL restart: failures per step ${JSON.stringify(status.steps.map((s) => [s.id, s.failures]))}`);
+    expect(status.steps.map((s) => s.failures)).toEqual([{}, {}]);
     expect(secondsSince(upAt, nextAt)).toBeLessThan(180);
   });
 
