@@ -25,7 +25,15 @@ export function hostSubdir(sub: string): string {
     }
   }
   const dir = join(top, sub);
-  mkdirSync(dir, { recursive: true });
+  if (!existsSync(dir)) {
+    mkdirSync(dir, { recursive: true });
+    // Workers of other users on the host record themselves and claim GPUs here too.
+    try {
+      chmodSync(dir, 0o1777);
+    } catch {
+      /* made by another user meanwhile */
+    }
+  }
   return dir;
 }
 
