@@ -10,7 +10,7 @@ import { spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/plan/contracts.js';
-import { SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
+import { poolTaskQueue, SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
 import { fakePlan, fakeStep, journal, processesMentioning, ROOT, sleep, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
 import { clusterManifest, jobScript, secondsSince, setupCluster, type ClusterEnv } from './harness.js';
 
@@ -277,6 +277,40 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     // Whatever happened, nothing before the last complete checkpoint was trained twice.
     const lastSave = Math.floor(before / 20) * 20;
     expect(again.filter((it) => it <= lastSave - 20)).toEqual([]);
+    expect(processesMentioning(runDir)).toEqual([]);
+  });
+
+  it('one pool\'s worker SIGKILLed: the step on the other pool trains on untouched; the killed one resumes on a new worker', async () => {
+    const runDir = tmpRunDir(env, 'twopools');
+    const onPool = (pool: string, o: Parameters<typeof fakeStep>[0]) => ({ ...fakeStep(o), pool });
+    const plan = {
+      ...fakePlan(runDir, 'twopools', [
+        onPool('pool-a', { id: 'cpt.warmup', runDir, iters: 100, saveInterval: 5, sleep: 0.1 }),
+        onPool('pool-b', { id: 'sft.stage1', runDir, iters: 150, saveInterval: 5, sleep: 0.1 }),
+      ]),
+      pools: Object.fromEntries(['pool-a', 'pool-b'].map((p) => [p, { taskQueue: poolTaskQueue(p), nodes: 1, gpusPerNode: 0, launcher: 'local' as const }])),
+    };
+    const a = await env.startWorker(['--no-workflows'], ['pool-a']);
+    const b = await env.startWorker(['--no-workflows'], ['pool-b']);
+    const h = await startPlan(env, plan, { heartbeatTimeoutSec: 10, retryDelaySec: 1 });
+    await waitFor('both steps training', () => journal(runDir, 'cpt.warmup').some((e) => e.iteration >= 12) && journal(runDir, 'sft.stage1').length > 0, 60_000);
+    process.kill(-a.pid!, 'SIGKILL'); // the node of pool a is gone; its trainer lives on as a zombie attempt
+    const killedAt = Date.now();
+    await env.startWorker(['--no-workflows'], ['pool-a']);
+    const res = (await h.result()) as { status: RunStatus };
+    expect(res.status.status).toBe('completed');
+    const [warmup, sft] = res.status.steps;
+    // Pool b never noticed: one trainer, no failure, every iteration once.
+    expect(sft!.failures).toEqual({});
+    expect(new Set(journal(runDir, 'sft.stage1').map((e) => e.pid)).size).toBe(1);
+    expect(recomputed(runDir, 'sft.stage1')).toEqual([]);
+    expect(b.exitCode).toBe(null);
+    // Pool a: one lost attempt (no heartbeat), resumed from its newest complete checkpoint; nothing before it redone.
+    expect(warmup!.failures).toEqual({ preempted: 1 });
+    const from = warmup!.result!.resumedFrom!;
+    expect(from).toBeGreaterThanOrEqual(10);
+    expect(recomputed(runDir, 'cpt.warmup').filter((i) => i <= from)).toEqual([]);
+    report(`one pool's worker SIGKILLed: the other pool's step trained on with one trainer; the killed one resumed from ${from} ${secondsSince(killedAt)}s after the kill (heartbeat timeout 10 s)`);
     expect(processesMentioning(runDir)).toEqual([]);
   });
 
