@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { hostSubdir, processAlive, thisProcess, type ProcessId } from '../util/host-dir.js';
-import { groupAlive, processStartTicks } from '../util/process-group.js';
+import { processStartTicks, trainerGroupAlive } from '../util/process-group.js';
 
 export interface GpuClaimInfo {
   gpu: string;
@@ -136,11 +136,7 @@ function readClaim(file: string): GpuClaimInfo | null {
 }
 
 function claimLive(c: GpuClaimInfo): boolean {
-  if (processAlive(c.worker)) return true;
-  if (!c.trainer || !groupAlive(c.trainer.pid)) return false;
-  // The leader may be gone while its children live on; if it is there, it must be the same process.
-  const ticks = processStartTicks(c.trainer.pid);
-  return ticks === null || c.trainer.startTicks === null || ticks === c.trainer.startTicks;
+  return processAlive(c.worker) || (c.trainer !== null && trainerGroupAlive(c.trainer.pid, c.trainer.startTicks));
 }
 
 /** One line for a wait: who holds a GPU. */

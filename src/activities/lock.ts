@@ -16,7 +16,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { groupAlive, processStartTicks, terminateGroup } from '../util/process-group.js';
+import { processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
 
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */
@@ -169,8 +169,5 @@ function pidAlive(pid: number): boolean {
 }
 
 function trainerAlive(held: LockInfo): boolean {
-  if (held.pgid === null || !groupAlive(held.pgid)) return false;
-  // The leader may be gone while its children live on; if it is there, it must be the same process.
-  const ticks = processStartTicks(held.pgid);
-  return ticks === null || held.startTicks === null || ticks === held.startTicks;
+  return held.pgid !== null && trainerGroupAlive(held.pgid, held.startTicks);
 }

@@ -63,6 +63,17 @@ export function groupAlive(pgid: number): boolean {
   return groupMembers(pgid).length > 0;
 }
 
+/**
+ * Whether the process group a trainer was launched as still lives: a member is alive, and the leader, if it is
+ * still there, is the same process (`startTicks` recorded at launch; null: not known). The leader may be gone
+ * while its children live on.
+ */
+export function trainerGroupAlive(pgid: number, startTicks: number | null): boolean {
+  if (!groupAlive(pgid)) return false;
+  const ticks = processStartTicks(pgid);
+  return ticks === null || startTicks === null || ticks === startTicks;
+}
+
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);

@@ -12,23 +12,23 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-/** A module of the workflows' layer next to this file's (src/ under tsx/vitest, dist/ once built). */
-function workflowsModule(name: string): string {
+/** A module in a sibling layer of this file's (src/ under tsx/vitest, dist/ once built), loaded by path. */
+function layerModule(layer: string, name: string): string {
   for (const ext of ['.js', '.ts']) {
-    const p = join(here, '..', 'workflows', `${name}${ext}`);
+    const p = join(here, '..', layer, `${name}${ext}`);
     if (existsSync(p)) return p;
   }
-  throw new Error(`cannot find workflows/${name} next to ${here}`);
+  throw new Error(`cannot find ${layer}/${name} next to ${here}`);
 }
 
 /** The workflows' entry module. */
 export function workflowsEntry(): string {
-  return workflowsModule('index');
+  return layerModule('workflows', 'index');
 }
 
-/** The failure converter that encodes messages and stack traces (workflows/encoded-failures.ts). */
+/** The failure converter that encodes messages and stack traces (temporal/encoded-failures.ts). */
 export function encodedFailuresConverterPath(): string {
-  return workflowsModule('encoded-failures');
+  return layerModule('temporal', 'encoded-failures');
 }
 
 export function prebuiltBundlePath(encodedFailures = false): string {

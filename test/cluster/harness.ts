@@ -18,7 +18,7 @@ import { join, posix, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
-import { freePort, POOL, ROOT, sleep, waitFor } from '../integration/harness.js';
+import { freePort, POOL, ROOT, sleep, spawnWorker, waitFor } from '../integration/harness.js';
 
 const run = promisify(execFile);
 
@@ -438,26 +438,13 @@ async function startCluster(
     jobEnv: (job) => (job === 'temporal-schema' ? schemaEnv : setupEnv),
     cliEnv: () => ({ ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace }),
     async startWorker(extra = [], pools = [POOL]) {
-      const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
-        env: { ...env.cliEnv(), INFIR2_HOST_DIR: join(dir, 'host') },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
+      return spawnWorker(pools, extra, { ...env.cliEnv(), INFIR2_HOST_DIR: join(dir, 'host') }, (w, output) => {
+        outputs.set(w, output);
+        env.workers.push(w);
+        cleanups.push(() => {
+          if (w.pid && groupAlive(w.pid)) process.kill(-w.pid, 'SIGKILL');
+        });
       });
-      let out = '';
-      w.stderr?.on('data', (d) => (out += d));
-      w.stdout?.on('data', (d) => (out += d));
-      outputs.set(w, () => out);
-      env.workers.push(w);
-      cleanups.push(() => {
-        if (w.pid && groupAlive(w.pid)) process.kill(-w.pid, 'SIGKILL');
-      });
-      const deadline = Date.now() + 60_000;
-      while (!out.includes('worker ready')) {
-        if (w.exitCode !== null) throw new Error(`worker exited: ${out}`);
-        if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
-        await sleep(100);
-      }
-      return w;
     },
     outputOf: (w) => outputs.get(w)?.() ?? '',
     async stopWorker(w) {

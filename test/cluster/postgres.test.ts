@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import { poolTaskQueue, SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
-import { fakePlan, fakeStep, journal, processesMentioning, ROOT, sleep, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
+import { fakePlan, fakeStep, journal, processesMentioning, recomputed, ROOT, sleep, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
 import { clusterManifest, jobScript, secondsSince, setupCluster, type ClusterEnv } from './harness.js';
 
 const prereq = clusterManifest();
@@ -33,13 +33,6 @@ const OUTAGE_S = Number(process.env.INFIR2_CLUSTER_OUTAGE_S ?? 5);
 const LONG_OUTAGE_HEARTBEAT_S = process.env.INFIR2_CLUSTER_HEARTBEAT_S ? Number(process.env.INFIR2_CLUSTER_HEARTBEAT_S) : undefined;
 
 const report = (msg: string) => console.log(`[cluster] ${msg}`);
-
-/** Iterations of a step computed more than once. */
-function recomputed(runDir: string, stepId: string): number[] {
-  const seen = new Map<number, number>();
-  for (const e of journal(runDir, stepId)) seen.set(e.iteration, (seen.get(e.iteration) ?? 0) + 1);
-  return [...seen].filter(([, n]) => n > 1).map(([it]) => it);
-}
 
 /** Poll the journal until `stepId` has an entry; the time (ms) it was first seen. */
 async function firstIterationAt(runDir: string, stepId: string, timeoutMs: number): Promise<number> {

@@ -6,26 +6,17 @@
  */
 import { Client } from '@temporalio/client';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HAVE_CHROMIUM, openLocalPage, OUT, SKIP_REASON, UI_TIMEOUT } from './browser.js';
 import type { Plan } from '../../src/plan/types.js';
 import { defaultKeyId } from '../../src/temporal/codec-key.js';
 import { EncryptionCodec } from '../../src/temporal/codec.js';
 import { startCodecServer, type CodecServerHandle } from '../../src/temporal/codec-server.js';
 import { ORCHESTRATOR_TASK_QUEUE, runWorkflowId } from '../../src/temporal/constants.js';
-import { fakePlan, fakeStep, freePort, recordPlan, ROOT, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
+import { fakePlan, fakeStep, freePort, recordPlan, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SKIP_REASON = `${CHROMIUM} is not installed (\`make setup\` installs it)`;
-const OUT = join(ROOT, 'test-output');
-const UI_TIMEOUT = 20_000;
-const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 
 describe.skipIf(!HAVE_CHROMIUM)(`the Web UI decodes an encrypted run through infir2 codec-server${HAVE_CHROMIUM ? '' : ` (skipped: ${SKIP_REASON})`}`, () => {
   const key = randomBytes(32);
@@ -60,13 +51,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Web UI decodes an encrypted run through inf
     });
     await h.result();
 
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    const context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
-    await context.route(/^https?:\/\/(?!127\.0\.0\.1[:/])/, (r) => r.abort());
-    page = await context.newPage();
-    page.setDefaultTimeout(UI_TIMEOUT);
-    mkdirSync(OUT, { recursive: true });
+    ({ browser, page } = await openLocalPage());
   });
 
   afterAll(async () => {

@@ -13,28 +13,17 @@
  *   `__temporal_workflow_metadata` query, so a worker must be up;
  * - the "Relationships" tab lists the child workflows as links.
  */
-import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HAVE_CHROMIUM, openLocalPage, OUT, SKIP_REASON, UI_TIMEOUT } from './browser.js';
 import { planDetails, planSummary } from '../../src/cli/run.js';
 import type { Plan } from '../../src/plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, SA, runWorkflowId, stepWorkflowId } from '../../src/temporal/constants.js';
 import type { RunStatus } from '../../src/plan/contracts.js';
-import { fakePlan, fakeStep, recordPlan, ROOT, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
+import { fakePlan, fakeStep, recordPlan, setupEnv, tmpRunDir, type Env } from '../integration/harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const HAVE_CHROMIUM = existsSync(CHROMIUM);
-const SKIP_REASON = `${CHROMIUM} is not installed (\`make setup\` installs it)`;
 if (!HAVE_CHROMIUM) console.warn(`skipping test/e2e/webui.test.ts: ${SKIP_REASON}`);
-
-const OUT = join(ROOT, 'test-output');
-const UI_TIMEOUT = 20_000;
-// Without the background-networking flags Chromium keeps calling home, which a closed network answers slowly.
-const CHROMIUM_ARGS = [
-  '--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync',
-];
 
 /** Start a plan exactly as `startRun` (src/cli/run.ts) does: static summary/details and search attributes. */
 async function startLikeCli(env: Env, plan: Plan) {
@@ -57,7 +46,6 @@ async function startLikeCli(env: Env, plan: Plan) {
 describe.skipIf(!HAVE_CHROMIUM)(`the Web UI as cockpit${HAVE_CHROMIUM ? '' : ` (skipped: ${SKIP_REASON})`}`, () => {
   let env: Env;
   let browser: Browser;
-  let context: BrowserContext;
   let page: Page;
   let ui: string;
   let plan: Plan;
@@ -92,14 +80,7 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Web UI as cockpit${HAVE_CHROMIUM ? '' : ` (
     const [res] = (await Promise.all([h.result(), d.result()])) as [{ status: RunStatus }, unknown];
     expect(res.status.status).toBe('completed');
 
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
-    context = await browser.newContext({ viewport: { width: 1600, height: 1000 } });
-    // The UI fetches a news feed from temporal.io; keep the test on the local server only.
-    await context.route(/^https?:\/\/(?!127\.0\.0\.1[:/])/, (r) => r.abort());
-    page = await context.newPage();
-    page.setDefaultTimeout(UI_TIMEOUT);
-    mkdirSync(OUT, { recursive: true });
+    ({ browser, page } = await openLocalPage());
   });
 
   afterAll(async () => {

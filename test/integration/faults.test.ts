@@ -12,7 +12,7 @@ import { LOCK_FILE, LOCK_LEASE_MS } from '../../src/activities/lock.js';
 import { resolveRun, runStatus } from '../../src/temporal/runs.js';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
-import { fakePlan, fakeStep, journal, memoryCgroup, onlyStepOf, processesMentioning, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { fakePlan, fakeStep, journal, memoryCgroup, onlyStepOf, processesMentioning, recomputed, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 let env: Env;
 
@@ -25,12 +25,6 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** Iterations computed more than once, among those at or below `upTo`. */
-function recomputed(runDir: string, stepId: string, upTo: number): number[] {
-  const seen = new Map<number, number>();
-  for (const e of journal(runDir, stepId)) if (e.iteration <= upTo) seen.set(e.iteration, (seen.get(e.iteration) ?? 0) + 1);
-  return [...seen].filter(([, n]) => n > 1).map(([it]) => it);
-}
 
 describe('a durable recipe run', () => {
   it('runs a DAG of steps to completion and hands results on', async () => {

@@ -85,24 +85,12 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     connection,
     workers: [],
     async startWorker(extra = [], pools = [POOL], extraEnv = {}) {
-      const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
-        // One host directory per test env: its workers share GPU claims with each other, never with other tests.
-        env: { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host'), ...extraEnv },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
+      // One host directory per test env: its workers share GPU claims with each other, never with other tests.
+      const workerEnv = { ...process.env, TEMPORAL_ADDRESS: server.address, INFIR2_HOST_DIR: join(dir, 'host'), ...extraEnv };
+      return spawnWorker(pools, extra, workerEnv, (w, output) => {
+        outputs.set(w, output);
+        env.workers.push(w);
       });
-      let out = '';
-      w.stderr?.on('data', (d) => (out += d));
-      w.stdout?.on('data', (d) => (out += d));
-      outputs.set(w, () => out);
-      env.workers.push(w);
-      const deadline = Date.now() + 60_000;
-      while (!out.includes('worker ready')) {
-        if (w.exitCode !== null) throw new Error(`worker exited: ${out}`);
-        if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
-        await sleep(100);
-      }
-      return w;
     },
     outputOf: (w) => outputs.get(w)?.() ?? '',
     async stopWorker(w) {
@@ -120,6 +108,29 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     },
   };
   return env;
+}
+
+/**
+ * `node bin/infir2.js worker` serving `pools` (and the orchestrator queue unless `extra` says otherwise), in its own
+ * process group; `onSpawn` hears it (and how to read its output so far) before it is ready; resolves once it is.
+ */
+export async function spawnWorker(pools: string[], extra: string[], env: NodeJS.ProcessEnv, onSpawn: (w: ChildProcess, output: () => string) => void): Promise<ChildProcess> {
+  const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  w.stderr?.on('data', (d) => (out += d));
+  w.stdout?.on('data', (d) => (out += d));
+  onSpawn(w, () => out);
+  const deadline = Date.now() + 60_000;
+  while (!out.includes('worker ready')) {
+    if (w.exitCode !== null) throw new Error(`worker exited: ${out}`);
+    if (Date.now() > deadline) throw new Error(`worker did not start: ${out}`);
+    await sleep(100);
+  }
+  return w;
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -227,6 +238,13 @@ export function journal(runDir: string, stepId: string): JournalEntry[] {
   const f = join(runDir, stepId, 'journal.jsonl');
   if (!existsSync(f)) return [];
   return readFileSync(f, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as JournalEntry);
+}
+
+/** Iterations of a step computed more than once (by all its attempts), among those at or below `upTo`. */
+export function recomputed(runDir: string, stepId: string, upTo = Infinity): number[] {
+  const seen = new Map<number, number>();
+  for (const e of journal(runDir, stepId)) if (e.iteration <= upTo) seen.set(e.iteration, (seen.get(e.iteration) ?? 0) + 1);
+  return [...seen].filter(([, n]) => n > 1).map(([it]) => it);
 }
 
 /** Live processes whose command line mentions `needle` (the run dir): what must not survive a run. */
