@@ -40,8 +40,31 @@ pgbin=$(pg_bin)
 pg_version=$("$pgbin/postgres" --version | awk '{print $3}') # "postgres (PostgreSQL) 15.18 (Debian …)"
 
 # 3. The Temporal server and SQL tool, built once per release. The stamp names what was built and how.
+#    Go: the one on PATH or in /usr/local/go; on a machine with neither (a CI runner, say), the toolchain the
+#    release's go.mod asks for, fetched from the Go module proxy, the same place the modules come from (Go's own
+#    toolchain switching, GOTOOLCHAIN, downloads it from there too).
 go=$(command -v go || true)
 [ -n "$go" ] || go=/usr/local/go/bin/go
+if [ ! -x "$go" ]; then
+  proxy=${GOPROXY:-https://proxy.golang.org}
+  proxy=${proxy%%[,|]*}
+  case "$(uname -m)" in x86_64) arch=amd64 ;; aarch64 | arm64) arch=arm64 ;; *) die "no Go toolchain for $(uname -m)" ;; esac
+  go_version=$(curl -fsSL "$proxy/go.temporal.io/server/@v/v$version.mod" | sed -n 's/^go \([0-9][0-9.]*\)$/\1/p')
+  [ -n "$go_version" ] || die "Go is not installed, and $proxy gave no go.mod for go.temporal.io/server@v$version"
+  go_root="$cache/go-toolchain/go$go_version.linux-$arch"
+  go="$go_root/bin/go"
+  if [ ! -x "$go" ]; then
+    say "Go is not installed: fetching go$go_version from $proxy"
+    zip="$cache/go-toolchain/go$go_version.zip"
+    mkdir -p "$cache/go-toolchain"
+    curl -fsSL -o "$zip.part" "$proxy/golang.org/toolchain/@v/v0.0.1-go$go_version.linux-$arch.zip" || die "could not fetch go$go_version from $proxy"
+    rm -rf "$go_root.new" && mkdir -p "$go_root.new"
+    python3 -m zipfile -e "$zip.part" "$go_root.new" || die "could not unpack $zip.part"
+    # The module zip holds one folder, golang.org/toolchain@v0.0.1-goX.linux-arch, that is a GOROOT.
+    rm -rf "$go_root" && mv "$go_root.new"/golang.org/toolchain@* "$go_root" && rm -rf "$go_root.new" "$zip.part"
+    chmod -R u+x "$go_root/bin" "$go_root/pkg/tool"
+  fi
+fi
 [ -x "$go" ] || die "Go is not installed (go on PATH or /usr/local/go/bin/go); https://go.dev/dl/"
 tags=disable_grpc_modules # as the release's own Makefile builds its binaries (ALL_BUILD_TAGS)
 want="go.temporal.io/server@v$version tags=$tags CGO_ENABLED=0"

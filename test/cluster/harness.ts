@@ -18,7 +18,7 @@ import { join, posix, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
-import { freePort, POOL, ROOT, sleep, spawnWorker, waitFor } from '../integration/harness.js';
+import { freePort, POOL, ROOT, sleep, spawnWorker, waitFor, type WorkerPlace } from '../integration/harness.js';
 
 const run = promisify(execFile);
 
@@ -272,7 +272,7 @@ export interface ClusterEnv {
   dir: string;
   manifest: ClusterManifest;
   postgres: Postgres;
-  /** 127.0.0.1:<free port>: what TEMPORAL_ADDRESS is for workers and the CLI. */
+  /** <bind address>:<free port> (127.0.0.1 unless set up with another): what TEMPORAL_ADDRESS is for workers and the CLI. */
   address: string;
   namespace: string;
   server: ServerHandle;
@@ -287,7 +287,12 @@ export interface ClusterEnv {
   serverEnv: Record<string, string>;
   /** The environment a compose job (`temporal-schema`, `temporal-setup`) runs with here. */
   jobEnv(name: 'temporal-schema' | 'temporal-setup'): Record<string, string>;
-  startWorker(extra?: string[], pools?: string[]): Promise<ChildProcess>;
+  /**
+   * A worker of `pools` (default: the harness's one pool). On this host by default: the test's environment and a
+   * host directory of the cluster's; `on` puts it on another host (test/cluster/hosts.ts): that host's
+   * environment only, its working directory, and its network namespace.
+   */
+  startWorker(extra?: string[], pools?: string[], on?: WorkerPlace & { env: Record<string, string> }): Promise<ChildProcess>;
   outputOf(w: ChildProcess): string;
   stopWorker(w: ChildProcess): Promise<void>;
   /** SIGKILL the server (the process dies with no chance to flush or leave its ring). */
@@ -319,7 +324,12 @@ async function runJob(name: string, env: Record<string, string>, logFile: string
   return out;
 }
 
-export async function setupCluster(name: string, manifest: ClusterManifest): Promise<ClusterEnv> {
+export interface ClusterOptions {
+  /** The address the server binds (BIND_ON_IP); default 127.0.0.1. */
+  bindIp?: string;
+}
+
+export async function setupCluster(name: string, manifest: ClusterManifest, options: ClusterOptions = {}): Promise<ClusterEnv> {
   const built = join(ROOT, 'dist', 'workflow-bundle.js');
   if (!existsSync(built)) throw new Error('build first: make build');
   const dir = mkdtempSync(join(tmpdir(), `infir2-cluster-${name}-`));
@@ -331,7 +341,7 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
   const onExit = () => cleanups.forEach((f) => f());
   process.once('exit', onExit);
   try {
-    return await startCluster(manifest, dir, timings, jobOutput, cleanups, onExit);
+    return await startCluster(manifest, dir, options.bindIp ?? '127.0.0.1', timings, jobOutput, cleanups, onExit);
   } catch (err) {
     // A start that failed half way leaves nothing running.
     onExit();
@@ -343,6 +353,7 @@ export async function setupCluster(name: string, manifest: ClusterManifest): Pro
 async function startCluster(
   manifest: ClusterManifest,
   dir: string,
+  bindIp: string,
   timings: Record<string, number>,
   jobOutput: Record<string, string>,
   cleanups: (() => void)[],
@@ -373,21 +384,22 @@ async function startCluster(
   // 3. The `temporal` service: `temporal-server start` (the image's entrypoint) with the compose environment.
   const taken = new Set<number>();
   const ports: Record<string, string> = {};
-  for (const k of SERVER_PORT_VARS) ports[k] = String(await freeLowPort(taken));
+  for (const k of SERVER_PORT_VARS) ports[k] = String(await freeLowPort(taken, bindIp));
   const composeServer = composeEnv('temporal');
   const serverEnv = containerEnv(
     {
       ...composeServer,
       POSTGRES_SEEDS: '127.0.0.1',
       DB_PORT: String(postgres.port),
-      // The image binds 0.0.0.0 inside its container network; a test server binds this host's loopback only.
-      BIND_ON_IP: '127.0.0.1',
+      // The image binds 0.0.0.0 inside its container network; a test server binds this host's loopback only, or
+      // the address of its link to the worker hosts' network namespaces (test/cluster/hosts.ts).
+      BIND_ON_IP: bindIp,
       DYNAMIC_CONFIG_FILE_PATH: hostPathOf('temporal', composeServer.DYNAMIC_CONFIG_FILE_PATH!),
       ...ports,
     },
     '/usr/bin:/bin',
   );
-  const address = `127.0.0.1:${ports.FRONTEND_GRPC_PORT}`;
+  const address = `${bindIp}:${ports.FRONTEND_GRPC_PORT}`;
   const namespace = composeEnv('temporal-setup').TEMPORAL_NAMESPACE!;
   const serverDir = join(dir, 'temporal');
   mkdirSync(serverDir);
@@ -407,7 +419,7 @@ async function startCluster(
   t = Date.now();
   let s = spawnServer();
   // Compose's healthcheck is `nc -z 127.0.0.1 7233`; the setup job itself then waits for `cluster health`.
-  await waitFor('the frontend port', () => portOpen(Number(ports.FRONTEND_GRPC_PORT)), 120_000);
+  await waitFor('the frontend port', () => portOpen(bindIp, Number(ports.FRONTEND_GRPC_PORT)), 120_000);
   timings.serverPort = secondsSince(t);
 
   // 4. The `temporal-setup` job: the namespace and infir2's search attributes, through the Temporal CLI.
@@ -437,14 +449,15 @@ async function startCluster(
     serverEnv,
     jobEnv: (job) => (job === 'temporal-schema' ? schemaEnv : setupEnv),
     cliEnv: () => ({ ...process.env, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace }),
-    async startWorker(extra = [], pools = [POOL]) {
-      return spawnWorker(pools, extra, { ...env.cliEnv(), INFIR2_HOST_DIR: join(dir, 'host') }, (w, output) => {
+    async startWorker(extra = [], pools = [POOL], on) {
+      const workerEnv = on?.env ?? { ...env.cliEnv(), INFIR2_HOST_DIR: join(dir, 'host') };
+      return spawnWorker(pools, extra, workerEnv, (w, output) => {
         outputs.set(w, output);
         env.workers.push(w);
         cleanups.push(() => {
           if (w.pid && groupAlive(w.pid)) process.kill(-w.pid, 'SIGKILL');
         });
-      });
+      }, on);
     },
     outputOf: (w) => outputs.get(w)?.() ?? '',
     async stopWorker(w) {
@@ -488,12 +501,12 @@ async function startCluster(
 }
 
 /**
- * A free TCP port on 127.0.0.1 in 10000–32767. Temporal records each service's membership port in a SQL
+ * A free TCP port on `host` in 10000–32767. Temporal records each service's membership port in a SQL
  * SMALLINT (cluster_membership.rpc_port): a port above 32767 (where the kernel's ephemeral range, and so
  * `freePort`, begins) makes the server exit at start with `UpsertClusterMembership … out of range for type
  * smallint`. The compose defaults (6933–6939) are well below it.
  */
-async function freeLowPort(taken: Set<number>): Promise<number> {
+async function freeLowPort(taken: Set<number>, host: string): Promise<number> {
   const { createServer } = await import('node:net');
   for (let i = 0; i < 500; i += 1) {
     const port = 10_000 + Math.floor(Math.random() * (32_768 - 10_000));
@@ -501,7 +514,7 @@ async function freeLowPort(taken: Set<number>): Promise<number> {
     const free = await new Promise<boolean>((res) => {
       const srv = createServer();
       srv.once('error', () => res(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => res(true)));
+      srv.listen(port, host, () => srv.close(() => res(true)));
     });
     if (free) {
       taken.add(port);
@@ -511,10 +524,10 @@ async function freeLowPort(taken: Set<number>): Promise<number> {
   throw new Error('no free port in 10000-32767');
 }
 
-async function portOpen(port: number): Promise<boolean> {
+async function portOpen(host: string, port: number): Promise<boolean> {
   const { createConnection } = await import('node:net');
   return new Promise((res) => {
-    const sock = createConnection({ host: '127.0.0.1', port }, () => {
+    const sock = createConnection({ host, port }, () => {
       sock.destroy();
       res(true);
     });

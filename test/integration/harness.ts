@@ -114,9 +114,27 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
  * `node bin/infir2.js worker` serving `pools` (and the orchestrator queue unless `extra` says otherwise), in its own
  * process group; `onSpawn` hears it (and how to read its output so far) before it is ready; resolves once it is.
  */
-export async function spawnWorker(pools: string[], extra: string[], env: NodeJS.ProcessEnv, onSpawn: (w: ChildProcess, output: () => string) => void): Promise<ChildProcess> {
-  const w = spawn(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra], {
+/**
+ * Where a worker runs when it stands for another machine: `wrap` goes before its command line (`ip netns exec
+ * NS`, which execs it, so the pid stays the worker's) and `cwd` is its working directory.
+ */
+export interface WorkerPlace {
+  wrap?: string[];
+  cwd?: string;
+}
+
+export async function spawnWorker(
+  pools: string[],
+  extra: string[],
+  env: NodeJS.ProcessEnv,
+  onSpawn: (w: ChildProcess, output: () => string) => void,
+  place: WorkerPlace = {},
+): Promise<ChildProcess> {
+  const argv = [process.execPath, join(ROOT, 'bin', 'infir2.js'), 'worker', ...pools.flatMap((p) => ['--pool', p]), '--slots', '4', '--kill-grace', '3', ...extra];
+  const [file, ...args] = [...(place.wrap ?? []), ...argv];
+  const w = spawn(file!, args, {
     env,
+    cwd: place.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
