@@ -15,6 +15,8 @@
  *                   (supervise.ts, dir-watch.ts)
  *   conclude        success writes the result; anything else runs the step's stop command and fails the
  *                   attempt with its class (classify.ts), which the workflow's retry rule reads
+ *   hand over       the outcome waits until the Temporal server answers, so that it is never sent into an
+ *                   outage and dropped (server-wait.ts)
  *   release         GPUs and lock, on every path
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
@@ -32,6 +34,7 @@ import { type AcquireOptions, DirLock, LockBusyError } from './lock.js';
 import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
+import { untilServerAnswers, type ServerProbe } from './server-wait.js';
 import { supervise, type AttemptEnd } from './supervise.js';
 import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
 
@@ -44,6 +47,8 @@ export interface SupervisorOptions {
   killGraceMs: number;
   /** Heartbeat at least this often while the process lives (worker liveness, cancellation delivery), ms (the worker passes 2000 by default). */
   keepAliveMs: number;
+  /** Whether the Temporal server answers now: a step's outcome waits for it (server-wait.ts). None: no wait. */
+  serverAnswers?: ServerProbe;
 }
 
 interface Held {
@@ -70,13 +75,20 @@ export function createRunStep(opts: SupervisorOptions) {
       checkSecrets(a);
       await acquire(a, held, opts);
       const resumeFrom = chooseStart(a);
-      if (resumeFrom === 'done') return writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
-      const { trainer, pgid, oomKills, secretValues } = await launch(a, held, resumeFrom, opts.gpus);
-      const end = await supervise(a, trainer, pgid, held.lock!, opts);
-      // Output lines become failure messages, which go into history: a secret the trainer printed must not.
-      end.tail = end.tail.map((l) => redact(l, secretValues));
-      return await conclude(a, end, oomKills);
+      let result: StepResult;
+      if (resumeFrom === 'done') result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
+      else {
+        const { trainer, pgid, oomKills, secretValues } = await launch(a, held, resumeFrom, opts.gpus);
+        const end = await supervise(a, trainer, pgid, held.lock!, opts);
+        // Output lines become failure messages, which go into history: a secret the trainer printed must not.
+        end.tail = end.tail.map((l) => redact(l, secretValues));
+        result = await conclude(a, end, oomKills);
+      }
+      await untilServerAnswers(a, opts.serverAnswers);
+      return result;
     } catch (err) {
+      // A failure is an outcome too: sent into an outage, it would be dropped and the step retried blind.
+      if (!(err instanceof CancelledFailure)) await untilServerAnswers(a, opts.serverAnswers);
       // Every file the worker writes (lock, moved checkpoints, result) may meet a full or read-only disk: the
       // attempt fails as `storage` and the worker goes on serving everything else.
       const v = workerStorageVerdict(a, err);

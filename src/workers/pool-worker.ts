@@ -12,7 +12,7 @@ import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import { codecFromEnv, EncryptionCodec } from '../temporal/codec.js';
 import { connectConfig } from '../temporal/connection.js';
 import { connectWorker } from '../temporal/worker-connection.js';
-import { watchServerIdentity } from './server-identity.js';
+import { serverAnswers, watchServerIdentity } from './server-identity.js';
 import { gpuOverlapWarnings, liveWorkers, registerWorker } from './worker-registry.js';
 import { encodedFailuresConverterPath, workflowBundle } from './workflow-bundle.js';
 
@@ -75,7 +75,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
   const { connection, namespace } = await connectWorker();
   const slots = opts.slots ?? Math.max(1, opts.gpus.length);
   const gpus = new GpuSlots(opts.gpus.length ? opts.gpus : []);
-  const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000 });
+  const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000, serverAnswers: () => serverAnswers(connection) });
   const workers: Worker[] = [];
   if (opts.orchestrator) {
     workers.push(
