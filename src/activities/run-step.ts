@@ -21,7 +21,7 @@
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
-import type { StepResult } from '../plan/contracts.js';
+import type { Progress, StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, quarantinePartials } from '../rundir/checkpoints.js';
 import { prunePartials } from '../rundir/checkpoint-health.js';
 import { runDirVerdict } from '../rundir/run-identity.js';
@@ -47,8 +47,11 @@ export interface SupervisorOptions {
   killGraceMs: number;
   /** Heartbeat at least this often while the process lives (worker liveness, cancellation delivery), ms (the worker passes 2000 by default). */
   keepAliveMs: number;
-  /** Whether the Temporal server answers now: a step's outcome waits for it (server-wait.ts). None: no wait. */
-  serverAnswers?: ServerProbe;
+  /**
+   * Whether the Temporal server takes a heartbeat of this task now: a step's outcome waits for it
+   * (server-wait.ts; the worker's is workers/server-probe.ts). None: no wait.
+   */
+  serverTakes?: (taskToken: Uint8Array, progress: Progress) => Promise<boolean>;
 }
 
 interface Held {
@@ -84,11 +87,11 @@ export function createRunStep(opts: SupervisorOptions) {
         end.tail = end.tail.map((l) => redact(l, secretValues));
         result = await conclude(a, end, oomKills);
       }
-      await untilServerAnswers(a, opts.serverAnswers);
+      await untilServerAnswers(a, serverProbe(a, opts));
       return result;
     } catch (err) {
       // A failure is an outcome too: sent into an outage, it would be dropped and the step retried blind.
-      if (!(err instanceof CancelledFailure)) await untilServerAnswers(a, opts.serverAnswers);
+      if (!(err instanceof CancelledFailure)) await untilServerAnswers(a, serverProbe(a, opts));
       // Every file the worker writes (lock, moved checkpoints, result) may meet a full or read-only disk: the
       // attempt fails as `storage` and the worker goes on serving everything else.
       const v = workerStorageVerdict(a, err);
@@ -101,6 +104,12 @@ export function createRunStep(opts: SupervisorOptions) {
       await closeStream(a.log);
     }
   };
+}
+
+/** The probe of this attempt's own task (its token, its progress), when the worker gave one. */
+function serverProbe(a: Attempt, opts: SupervisorOptions): ServerProbe | undefined {
+  const takes = opts.serverTakes;
+  return takes && (() => takes(a.ctx.info.taskToken, a.progress));
 }
 
 function checkInputs(a: Attempt): void {

@@ -10,7 +10,7 @@
  */
 import type { Attempt } from './attempt.js';
 
-/** True when the server answers a cheap call now (the worker asks it over its own connection). */
+/** True when the server takes a heartbeat of the step's own task now (the worker asks: workers/server-probe.ts). */
 export type ServerProbe = () => Promise<boolean>;
 
 /** How often an unanswered probe is tried again. */

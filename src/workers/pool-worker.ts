@@ -5,6 +5,7 @@
  * supervisor sends them SIGTERM), and exits.
  */
 import { Runtime, Worker, type Logger } from '@temporalio/worker';
+import { hostname } from 'node:os';
 import { createActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
@@ -12,7 +13,8 @@ import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import { codecFromEnv, EncryptionCodec } from '../temporal/codec.js';
 import { connectConfig } from '../temporal/connection.js';
 import { connectWorker } from '../temporal/worker-connection.js';
-import { serverAnswers, watchServerIdentity } from './server-identity.js';
+import { watchServerIdentity } from './server-identity.js';
+import { completionProbe } from './server-probe.js';
 import { gpuOverlapWarnings, liveWorkers, registerWorker } from './worker-registry.js';
 import { encodedFailuresConverterPath, workflowBundle } from './workflow-bundle.js';
 
@@ -75,7 +77,8 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
   const { connection, namespace } = await connectWorker();
   const slots = opts.slots ?? Math.max(1, opts.gpus.length);
   const gpus = new GpuSlots(opts.gpus.length ? opts.gpus : []);
-  const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000, serverAnswers: () => serverAnswers(connection) });
+  const serverTakes = completionProbe(connection, namespace, codec, `${process.pid}@${hostname()}`);
+  const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000, serverTakes });
   const workers: Worker[] = [];
   if (opts.orchestrator) {
     workers.push(

@@ -10,16 +10,6 @@ import type { NativeConnection } from '@temporalio/worker';
 /** How often the worker asks who the server is. */
 export const IDENTITY_CHECK_MS = 10_000;
 
-/** Whether the server answers a cheap call within 3 s: what a finished step waits for (activities/server-wait.ts). */
-export async function serverAnswers(connection: NativeConnection): Promise<boolean> {
-  try {
-    await connection.withDeadline(Date.now() + 3_000, () => connection.workflowService.getSystemInfo({}));
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function clusterId(connection: NativeConnection): Promise<string | null> {
   try {
     const info = await connection.withDeadline(Date.now() + 5_000, () => connection.workflowService.getClusterInfo({}));
