@@ -10,6 +10,8 @@ export interface ExitFacts {
   signal: string | null;
   /** Why the supervisor itself stopped the process, if it did. */
   stoppedBy: 'stall' | 'cancel' | 'shutdown' | 'timeout' | 'vanished' | null;
+  /** For a stall: how long it was silent and the limit it broke (supervise.ts). */
+  stall?: string | null;
   /** The trainer printed Megatron's "exiting program after receiving SIGTERM". */
   sawSigtermExit: boolean;
   /** Last lines of output, oldest first. */
@@ -80,7 +82,7 @@ const NCCL_ERROR = /\bNCCL error\b|\bnccl(?:Remote|System|Internal|UnhandledCuda
 
 export function classifyExit(f: ExitFacts): { cls: FailureClass; reason: string } {
   const text = f.tail.join('\n');
-  if (f.stoppedBy === 'stall') return { cls: 'hang', reason: 'no progress within the stall timeout; the process was killed' };
+  if (f.stoppedBy === 'stall') return { cls: 'hang', reason: `${f.stall ?? 'no progress within the stall timeout'}; the process was killed` };
   if (f.stoppedBy === 'timeout') return { cls: 'hang', reason: 'the attempt exceeded its time limit; the process was killed' };
   if (f.stoppedBy === 'shutdown') return { cls: 'preempted', reason: 'the worker shut down; the trainer was stopped to checkpoint' };
   // The supervisor's line says which path; this is the class and its fallback words.

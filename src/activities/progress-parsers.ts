@@ -13,6 +13,10 @@ export interface ProgressEvent {
   throughputUnit?: string;
   /** A checkpoint at this iteration was reported saved. */
   checkpointSaved?: number;
+  /** A checkpoint save began (the silence until `checkpointSaved` is the save's). */
+  savingCheckpoint?: boolean;
+  /** A checkpoint load began (the silence until the next iteration is the load's). */
+  loadingCheckpoint?: boolean;
   /** The trainer said it is exiting after SIGTERM (Megatron's signal handler). */
   exitingOnSigterm?: boolean;
 }
@@ -26,6 +30,19 @@ const MEGATRON_TFLOPS = new RegExp(`throughput per GPU \\(TFLOP/s/GPU\\):\\s*${N
 const MEGATRON_MS = new RegExp(`elapsed time per iteration \\(ms\\):\\s*${NUM}`);
 const MEGATRON_SAVED = /successfully saved checkpoint (?:from|at) iteration\s+(\d+)/;
 const MEGATRON_SIGTERM = /exiting program after receiving SIGTERM/;
+// Megatron's (and the reference trainer's) announcements: ` saving checkpoint at iteration     100 to …`,
+// ` loading distributed checkpoint from … at iteration 100` (also `loading checkpoint from`, `loading release …`).
+const MEGATRON_SAVING = /\bsaving checkpoint at iteration\s+\d+/;
+const MEGATRON_LOADING = /\bloading (?:distributed |release |local )?checkpoint from\b/;
+
+/** The checkpoint lines Megatron prints, in any format that runs Megatron (slime's actors do too). */
+function checkpointEvent(line: string): ProgressEvent | null {
+  const saved = MEGATRON_SAVED.exec(line);
+  if (saved) return { checkpointSaved: Number(saved[1]) };
+  if (MEGATRON_SAVING.test(line)) return { savingCheckpoint: true };
+  if (MEGATRON_LOADING.test(line)) return { loadingCheckpoint: true };
+  return null;
+}
 
 function num(s: string | undefined): number | undefined {
   if (s === undefined) return undefined;
@@ -34,8 +51,8 @@ function num(s: string | undefined): number | undefined {
 }
 
 export const parseMegatronLine: LineParser = (line) => {
-  const saved = MEGATRON_SAVED.exec(line);
-  if (saved) return { checkpointSaved: Number(saved[1]) };
+  const ckpt = checkpointEvent(line);
+  if (ckpt) return ckpt;
   if (MEGATRON_SIGTERM.test(line)) return { exitingOnSigterm: true };
   const it = MEGATRON_ITER.exec(line);
   if (!it) return null;
@@ -67,8 +84,8 @@ function dictValue(body: string, key: string): number | undefined {
 
 export function slimeParser(stepsPerIteration = 1): LineParser {
   return (line) => {
-    const saved = MEGATRON_SAVED.exec(line);
-    if (saved) return { checkpointSaved: Number(saved[1]) };
+    const ckpt = checkpointEvent(line);
+    if (ckpt) return ckpt;
     const step = SLIME_STEP.exec(line);
     if (step) {
       // Iterations count completed rollouts: `rollout k`, `step k` and `perf k` all belong to rollout k + 1.

@@ -236,7 +236,7 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   }
   const { cls, reason } = end.vanished
     ? { cls: 'storage' as const, reason: end.vanished }
-    : refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, oomKills: oomKills?.() ?? undefined }), tail);
+    : refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, stall: end.stall, oomKills: oomKills?.() ?? undefined }), tail);
   note(`attempt ${input.attempt} failed: ${cls}: ${reason}`);
   throw failure(a, cls, reason);
 }

@@ -14,6 +14,7 @@ import { LineSplitter } from './line-splitter.js';
 import { parserFor } from './progress-parsers.js';
 import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Trainer } from './trainer-process.js';
+import { fixedStallSpec, newRhythm, observe, stallLimit } from './stall-policy.js';
 import { applyProgress, watchdogVerdict } from './watchdog.js';
 
 export type StopReason = 'stall' | 'cancel' | 'shutdown' | 'timeout' | 'vanished';
@@ -28,6 +29,8 @@ export interface AttemptEnd {
   tail: string[];
   /** What vanished or was replaced under the running attempt (stopped as 'vanished'). */
   vanished: string | null;
+  /** For a stall: how long it was silent, and the limit of the phase it was in. */
+  stall: string | null;
 }
 
 const TAIL_LINES = 60;
@@ -36,8 +39,17 @@ const WATCHDOG_TICK_MS = 250;
 export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }): Promise<AttemptEnd> {
   const { step, progress, note, ctx } = a;
   const parse = parserFor(step.progress.format);
-  const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null };
-  let lastAdvance = Date.now();
+  const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null, stall: null };
+  // The stall limit follows the attempt's phase and rhythm (stall-policy.ts); a step without it has one limit.
+  const stallSpec = step.stall ?? fixedStallSpec(step.stallTimeoutSec);
+  const rhythm = newRhythm(Date.now());
+  const showLimit = () => {
+    const { phase, limitSec } = stallLimit(stallSpec, rhythm);
+    const changed = progress.stallLimit?.phase !== phase || progress.stallLimit?.limitSec !== Math.round(limitSec);
+    progress.stallLimit = { phase, limitSec: Math.round(limitSec) };
+    return changed;
+  };
+  showLimit();
   let lastBeat = 0;
   let stopping: Promise<unknown> | null = null;
 
@@ -75,11 +87,10 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     if (!ev) return;
     if (ev.exitingOnSigterm) end.sawSigtermExit = true;
     const { advanced, checkpointSaved } = applyProgress(progress, ev, step.progress.totalIterations);
+    observe(stallSpec, rhythm, ev, Date.now());
+    const limitChanged = showLimit();
     if (checkpointSaved) signalWorkflow();
-    if (advanced) {
-      lastAdvance = Date.now();
-      beat();
-    }
+    if (advanced || limitChanged) beat();
   };
 
   const splitter = new LineSplitter(onLine);
@@ -128,7 +139,12 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
         beat();
       }
     }
-    const verdict = watchdogVerdict({ now, lastAdvance, stallMs: step.stallTimeoutSec * 1000, deadline });
+    const limit = stallLimit(stallSpec, rhythm);
+    const verdict = watchdogVerdict({ now, lastAdvance: rhythm.lastAdvance, stallMs: limit.limitSec * 1000, deadline });
+    if (verdict === 'stall' && !stopping) {
+      end.stall = `no progress for ${Math.round((now - rhythm.lastAdvance) / 1000)}s (${limit.phase} limit ${Math.round(limit.limitSec)}s)`;
+      note(`stall: ${end.stall}`);
+    }
     if (verdict) stop(verdict);
     if (now - lastBeat >= opts.keepAliveMs) beat();
     lock.touch();

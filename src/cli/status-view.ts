@@ -4,6 +4,7 @@
  * result, a running or failed one its progress.
  */
 import type { RunStatus, StepState } from '../plan/contracts.js';
+import { shortDuration } from '../plan/stall-words.js';
 import { formatScore, headlineScore, stepFigures, type StepFigures } from '../workflows/step-figures.js';
 
 function iterCell(f: StepFigures): string {
@@ -58,6 +59,8 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
   const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
   const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
   const warning = s.status === 'running' ? (p?.warning ?? '') : '';
+  // The limit the trainer is held to now: a hang is declared past it (activities/stall-policy.ts).
+  const stall = s.status === 'running' && !waiting && p?.stallLimit ? `stall limit ${shortDuration(p.stallLimit.limitSec)} (${p.stallLimit.phase})` : '';
   return [
     s.id,
     waiting ? 'waiting' : s.status,
@@ -66,7 +69,7 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
-    [waiting, metrics, failure, warning].filter(Boolean).join(' · '),
+    [waiting, metrics, failure, warning, stall].filter(Boolean).join(' · '),
   ];
 }
 

@@ -15,7 +15,7 @@ import type { Arch, EvalModel, Recipe } from '../recipe/schema.js';
 import { BUILD, type BuildContext } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
-import type { BackendName, Plan, PlanStep, RetryBudgets, StepKind } from './types.js';
+import type { BackendName, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
 
 export interface CompileOptions {
   /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */
@@ -113,7 +113,7 @@ class Compiler implements BuildContext {
     id: string,
     kind: StepKind,
     backend: BackendName,
-    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number; secrets?: Record<string, string> },
+    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number; secrets?: Record<string, string> } & AdaptiveStall,
     dependsOn: (string | null)[],
     body: StepBody,
   ): void {
@@ -131,6 +131,7 @@ class Compiler implements BuildContext {
       dependsOn: [...new Set(dependsOn.filter((d): d is string => d !== null))],
       ...rest,
       stallTimeoutSec: stage.stallTimeout,
+      ...(rest.progress.format !== 'none' && stage.startupTimeout !== undefined ? { stall: stallSpec(kind, stage as Required<AdaptiveStall> & { stallTimeout: number }) } : {}),
       attemptTimeoutSec: stage.attemptTimeout,
       retries: { ...stage.retries, config: 0 },
       logMaxMB: this.r.logs.maxMB,
@@ -273,4 +274,33 @@ class Compiler implements BuildContext {
       }
     }
   }
+}
+
+/** The adaptive stall fields of a stage (absent on stages that print no progress: conversions). */
+interface AdaptiveStall {
+  startupTimeout?: number;
+  stallFactor?: number;
+  stallFloor?: number;
+  saveTimeout?: number;
+  evalTimeout?: number;
+  saveInterval?: number;
+  evalInterval?: number;
+}
+
+/**
+ * A step's stall limits (activities/stall-policy.ts). RL rollouts and evaluation samples vary several-fold in
+ * length: their limit follows the longest gap seen; training iterations are steady: the 95th percentile.
+ */
+function stallSpec(kind: StepKind, s: Required<Omit<AdaptiveStall, 'saveInterval' | 'evalInterval'>> & AdaptiveStall & { stallTimeout: number }): StallSpec {
+  return {
+    startupSec: s.startupTimeout,
+    factor: s.stallFactor,
+    floorSec: s.stallFloor,
+    basis: kind === 'rl' || kind === 'eval' ? 'max' : 'p95',
+    saveSec: s.saveTimeout,
+    evalSec: s.evalTimeout,
+    saveEvery: s.saveInterval ?? null,
+    evalEvery: kind === 'cpt' ? (s.evalInterval ?? null) : null,
+    capSec: s.stallTimeout,
+  };
 }

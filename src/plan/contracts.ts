@@ -38,6 +38,8 @@ export interface Progress {
   waiting?: Waiting | null;
   /** Set while the next checkpoint save looks like it will not fit: `next save ~4.1 GB, 2.0 GB free on …`. */
   warning?: string | null;
+  /** The stall limit the trainer is held to now, and the phase it is in (activities/stall-policy.ts). */
+  stallLimit?: { phase: 'startup' | 'saving' | 'evaluating' | 'training'; limitSec: number } | null;
 }
 
 export interface StepState {

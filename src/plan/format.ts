@@ -1,5 +1,6 @@
 /** The human view of a Plan: a stage table, one row per step, as `infir2 plan` prints it. */
 import { basename } from 'node:path';
+import { describeStallSpec, shortDuration } from './stall-words.js';
 import type { Plan, PlanStep } from './types.js';
 
 /** `torchrun … pretrain_gpt.py`, `ray job submit … train.py`, `python main.py pretrain`. */
@@ -40,5 +41,18 @@ export function formatPlanTable(plan: Plan): string {
     '',
     line(header),
     ...rows.map(line),
+    '',
+    'stall limits (silent longer than this: a hang, stopped and retried):',
+    ...stallLines(plan.steps),
   ].join('\n');
+}
+
+/** Steps with the same limits share a line, in plan order. */
+function stallLines(steps: PlanStep[]): string[] {
+  const groups = new Map<string, string[]>();
+  for (const s of steps) {
+    const words = s.stall ? describeStallSpec(s.stall) : `${shortDuration(s.stallTimeoutSec)} fixed (no progress lines)`;
+    groups.set(words, [...(groups.get(words) ?? []), s.id]);
+  }
+  return [...groups].map(([words, ids]) => `  ${ids.join(', ')}: ${words}`);
 }

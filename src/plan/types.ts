@@ -124,8 +124,13 @@ export interface PlanStep {
   progress: ProgressSpec;
   checkpoint: CheckpointSpec | null;
   completion: Completion;
-  /** Seconds without progress (or heartbeat) after which the attempt is a hang. */
+  /**
+   * Seconds without progress after which the attempt is a hang, at most (the recipe's `stallTimeout`). Within it,
+   * `stall` (when present) sets the limit of each phase of an attempt; without it, this is the limit throughout.
+   */
   stallTimeoutSec: number;
+  /** Adaptive stall limits (activities/stall-policy.ts). Absent: plans recorded before them, steps with no progress. */
+  stall?: StallSpec;
   /** Upper bound for one attempt, seconds. */
   attemptTimeoutSec: number;
   retries: RetryBudgets;
@@ -136,6 +141,25 @@ export interface PlanStep {
   logMaxMB?: number;
   /** One line for humans: what this step does. */
   summary: string;
+}
+
+/** The adaptive stall limits of a step (activities/stall-policy.ts), seconds. */
+export interface StallSpec {
+  /** From the launch, and after a checkpoint-load line, until a few iteration gaps have been seen. */
+  startupSec: number;
+  /** Plain training may be silent for `max(floorSec, factor × g)`, g a statistic of the gaps seen (`basis`). */
+  factor: number;
+  floorSec: number;
+  /** p95: steady training; max: RL rollouts and evaluations, whose lengths vary several-fold. */
+  basis: 'p95' | 'max';
+  /** A checkpoint save (announced, or after an iteration that is a multiple of `saveEvery`) may take this long. */
+  saveSec: number;
+  /** The evaluation after an iteration that is a multiple of `evalEvery` may take this long. */
+  evalSec: number;
+  saveEvery: number | null;
+  evalEvery: number | null;
+  /** The recipe's `stallTimeout`: no limit exceeds it. */
+  capSec: number;
 }
 
 export interface PoolSpec {

@@ -21,6 +21,8 @@ interface StageRef {
   extraArgs: string[];
   env: Record<string, string>;
   secrets: Record<string, string>;
+  attemptTimeout: number;
+  startupTimeout?: number;
 }
 
 function stageRefs(r: Recipe): StageRef[] {
@@ -163,7 +165,6 @@ const extraArgs: Check = (r) => {
   return out;
 };
 
-/** The checks of this file, in the order their messages are printed. */
 /** A variable is a secret or a plain value, never both: the plain value would travel in history after all. */
 const secrets: Check = (r) =>
   stageRefs(r).flatMap((s) =>
@@ -172,4 +173,11 @@ const secrets: Check = (r) =>
       .map((name) => error(`${s.path}.secrets.${name}`, `${name} is also set in ${s.path}.env, whose values travel in the plan and the run's history: keep it in secrets only`)),
   );
 
-export const STAGE_CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs, secrets];
+/** An attempt must be able to get past its startup: a startup limit beyond the attempt's own limit never applies. */
+const startup: Check = (r) =>
+  stageRefs(r)
+    .filter((s) => s.startupTimeout !== undefined && s.startupTimeout > s.attemptTimeout)
+    .map((s) => error(`${s.path}.startupTimeout`, `${s.startupTimeout}s is longer than ${s.path}.attemptTimeout (${s.attemptTimeout}s): expected at most the attempt timeout`));
+
+/** The checks of this file, in the order their messages are printed. */
+export const STAGE_CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs, secrets, startup];

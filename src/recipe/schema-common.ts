@@ -29,6 +29,26 @@ export const retries = (d: { crash: number; hang: number; oom: number; preempted
     .prefault({})
     .describe('retries per failure class; `config` failures (bad arguments, missing files) are never retried');
 
+/**
+ * Defaults of the adaptive stall limits of a stage kind (src/activities/stall-policy.ts). Training steps are
+ * steady: a 7B CPT iteration of 10–30 s gives a limit of a few minutes. RL rollouts and evaluation samples vary
+ * several-fold in length, so their rule is a multiple of the longest gap seen, over a floor of minutes.
+ */
+export interface StallDefaults {
+  startup: string;
+  factor: number;
+  floor: string;
+  save: string;
+  eval: string;
+}
+export const TRAIN_STALL: StallDefaults = { startup: '30m', factor: 10, floor: '20s', save: '30m', eval: '30m' };
+export const ROLLOUT_STALL: StallDefaults = { startup: '45m', factor: 3, floor: '10m', save: '30m', eval: '30m' };
+
+const stallFactor = () =>
+  z
+    .number({ error: 'expected a number ≥ 1' })
+    .min(1, { error: 'must be at least 1 (a limit below the gaps already seen would kill healthy training)' });
+
 /** What every stage carries: where it runs, how long it may go quiet, and how often it may be retried. */
 export const stageCommon = (d: { stall: string; attempt: string; retries: Parameters<typeof retries>[0] }) => ({
   pool: name().describe('the pool (a key of `pools`) whose workers run this stage'),
@@ -37,7 +57,9 @@ export const stageCommon = (d: { stall: string; attempt: string; retries: Parame
   retries: retries(d.retries),
   stallTimeout: duration()
     .prefault(d.stall)
-    .describe('no progress for this long (no new iteration, rollout or eval line) and the attempt is a hang: it is stopped and retried'),
+    .describe(
+      'no progress for this long (no new iteration, rollout or eval line) and the attempt is a hang: it is stopped and retried; the upper bound of every adaptive limit below',
+    ),
   attemptTimeout: duration().prefault(d.attempt).describe('upper bound of one attempt'),
   extraArgs: z
     .array(z.string())
@@ -52,6 +74,21 @@ export const stageCommon = (d: { stall: string; attempt: string; retries: Parame
     .describe(
       'secrets by reference, `TRAINER_VAR: WORKER_VAR`: the trainer\'s variable gets the value of the worker\'s environment variable, read when the process is launched (slime: put into the Ray runtime env at submission); only the names enter the plan, history and logs; a worker without the variable fails the step as a configuration error naming it',
     ),
+});
+
+/** The adaptive stall limits of a stage that prints progress (every stage but the conversions). */
+export const adaptiveStall = (d: StallDefaults) => ({
+  startupTimeout: duration()
+    .prefault(d.startup)
+    .describe('the limit from the launch (and from a "loading checkpoint" line) until a few iterations have been seen: process start, checkpoint load, data index'),
+  stallFactor: stallFactor()
+    .default(d.factor)
+    .describe('once a few iterations have been seen, the limit is `max(stallFloor, stallFactor × g)`, g the 95th percentile of the gaps between iterations (RL and evaluation: the longest gap)'),
+  stallFloor: duration().prefault(d.floor).describe('the least the limit learned from the gaps can be'),
+  saveTimeout: duration()
+    .prefault(d.save)
+    .describe('a checkpoint save (announced by "saving checkpoint", or after an iteration that is a multiple of `saveInterval`) may be silent this long'),
+  evalTimeout: duration().prefault(d.eval).describe('the evaluation after an iteration that is a multiple of `evalInterval` may be silent this long'),
 });
 
 // storage: 12 pauses doubling from the retry delay (5 s) to 10 min wait about an hour for a person to free space.

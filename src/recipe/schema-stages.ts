@@ -3,7 +3,7 @@
  * conversion and evaluation. Assembled into the recipe by `schema.ts`.
  */
 import { z } from 'zod';
-import { TOOL_RETRIES, TRAIN_RETRIES, arch, archOverride, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
+import { ROLLOUT_STALL, TOOL_RETRIES, TRAIN_RETRIES, TRAIN_STALL, adaptiveStall, arch, archOverride, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
 import { count, duration, name, natural, nonNegative, path, port, positive, unitInterval } from './fields.js';
 
 export const cpt = z
@@ -11,6 +11,7 @@ export const cpt = z
     backend: z.enum(['megatron', 'local']).default('megatron').describe('`megatron` (`pretrain_gpt.py` with TransformerEngine) or `local` (the reference trainer)'),
     // Megatron builds its dataset index before the first log line: allow for it.
     ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
+    ...adaptiveStall(TRAIN_STALL),
     data: path().describe('Megatron: the indexed-dataset prefix (`--data-path`); local: a `.jsonl` file'),
     dataCache: path().optional().describe('Megatron `--data-cache-path`; default `<run>/cpt/data-cache`'),
     iterations: count().describe('total iterations of the one WSD schedule (`--train-iters`); stable is what warmup and decay leave'),
@@ -92,6 +93,7 @@ export const sftStage = z
   .strictObject({
     backend: z.enum(['slime', 'local']).default('slime').describe('`slime` (`train_async.py` through `ray job submit`) or `local` (the reference trainer)'),
     ...stageCommon({ stall: '2h', attempt: '14d', retries: TRAIN_RETRIES }),
+    ...adaptiveStall(TRAIN_STALL),
     data: path().describe('a `.jsonl` or `.parquet` file of `{"messages": [...]}` rows (slime rejects a directory)'),
     samples: count()
       .optional()
@@ -119,6 +121,7 @@ export const rl = z
     backend: z.enum(['slime', 'local']).default('slime').describe('`slime` (`train.py` through `ray job submit`) or `local` (the reference trainer)'),
     // One rollout of long responses can take most of an hour before its first log line.
     ...stageCommon({ stall: '3h', attempt: '21d', retries: TRAIN_RETRIES }),
+    ...adaptiveStall(ROLLOUT_STALL),
     data: path().describe('`.jsonl`/`.parquet` prompts with `inputKey` and `labelKey` (`--prompt-data`)'),
     inputKey: z.string().min(1).default('prompt').describe('the prompt\'s key in `data` (`--input-key`)'),
     labelKey: z.string().min(1).default('label').describe('the reference answer\'s key in `data` (`--label-key`)'),
@@ -219,6 +222,7 @@ export const evalConfig = z
       .default('evalscope')
       .describe('`evalscope` (an SGLang server and evalscope in service mode, supervised by `src/backends/tools/evalscope-runner.sh`) or `local`'),
     ...stageCommon({ stall: '2h', attempt: '2d', retries: TOOL_RETRIES }),
+    ...adaptiveStall(ROLLOUT_STALL),
     models: z
       .array(z.enum(EVAL_MODELS))
       .min(1)

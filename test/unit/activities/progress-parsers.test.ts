@@ -117,8 +117,16 @@ describe('parseMegatronLine: checkpoint and lifecycle lines', () => {
   });
 
   it.each([
-    ['the save announcement (not yet saved)', 'saving checkpoint at iteration     100 to /ckpt/root in torch_dist format'],
-    ['a load', ' loading distributed checkpoint from /ckpt/root at iteration 100'],
+    [' saving checkpoint at iteration     100 to /ckpt/root in torch_dist format', { savingCheckpoint: true }],
+    [' loading distributed checkpoint from /ckpt/root at iteration 100', { loadingCheckpoint: true }],
+    [' loading checkpoint from /ckpt/root at iteration 100', { loadingCheckpoint: true }],
+    ['(MegatronTrainRayActor pid=4242)  saving checkpoint at iteration      20 to /ckpt', { savingCheckpoint: true }],
+  ])('%s → a phase of the stall limits', (line, ev) => {
+    expect(parseMegatronLine(line)).toEqual(ev);
+    expect(slimeParser()(line)).toEqual(ev);
+  });
+
+  it.each([
     ['a finished load', '  successfully loaded checkpoint from /ckpt/root [ t 1/4, p 1/1 ] at iteration 100'],
     ['a validation line', ' validation loss at iteration 100 on validation set | lm loss value: 2.300000E+00 | lm loss PPL: 9.974182E+00 | '],
     ['a test-set line', ' validation loss at iteration 100 on test set | lm loss value: 2.300000E+00 | lm loss PPL: 9.974182E+00 | '],

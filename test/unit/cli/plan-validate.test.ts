@@ -57,8 +57,17 @@ describe('infir2 plan', () => {
     expect(lines[1]).toBe(`run dir ${join(ROOT, 'runs/demo')}`);
     expect(lines[3]).toMatch(/^STEP\s+BACKEND\s+POOL\s+GPUS\s+DEPENDS ON\s+ITERATIONS\s+COMMAND$/);
     expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 10\s+python main\.py pretrain$/);
-    expect(lines.slice(4).map((l) => l.split(/\s+/)[0])).toEqual([
+    expect(lines.slice(4, 16).map((l) => l.split(/\s+/)[0])).toEqual([
       'cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'convert.hf', 'convert.fp8', 'rl.stage1', 'rl.stage2', 'eval.fp8.arith', 'convert.rl', 'eval.rl.arith',
+    ]);
+    // Then the stall limits in force, steps with the same limits on one line.
+    expect(lines.slice(16)).toEqual([
+      '',
+      'stall limits (silent longer than this: a hang, stopped and retried):',
+      '  cpt.warmup, cpt.stable, cpt.decay: startup 5m, then max(20s, 10×p95 gap); save 5m, eval 5m; at most 5m',
+      '  sft.stage1, sft.stage2: startup 5m, then max(20s, 10×p95 gap); save 5m; at most 5m',
+      '  convert.hf, convert.fp8, eval.fp8.arith, convert.rl, eval.rl.arith: 5m fixed (no progress lines)',
+      '  rl.stage1, rl.stage2: startup 5m, then max(10m, 3×max gap); save 5m; at most 5m',
     ]);
   });
 

@@ -1,0 +1,141 @@
+/**
+ * The adaptive stall limits, driven by timestamps and progress events only: the issue's cases (a 1 s-iteration
+ * hang caught within 30 s; a 90 s silent checkpoint load, a save silent for 20 iterations' time and RL rollouts of
+ * 5–60 s not killed) and the rules behind them.
+ */
+import { describe, expect, it } from 'vitest';
+import type { ProgressEvent } from '../../../src/activities/progress-parsers.js';
+import { fixedStallSpec, MIN_GAPS, newRhythm, observe, quantile, rhythmLimitSec, stallLimit, type Rhythm } from '../../../src/activities/stall-policy.js';
+import { describeStallSpec, shortDuration } from '../../../src/plan/stall-words.js';
+import type { StallSpec } from '../../../src/plan/types.js';
+
+/** The recipe's defaults for training and for RL (src/recipe/schema-common.ts), with the 7B stall timeouts. */
+const TRAIN: StallSpec = { startupSec: 1800, factor: 10, floorSec: 20, basis: 'p95', saveSec: 1800, evalSec: 1800, saveEvery: 100, evalEvery: null, capSec: 7200 };
+const RL: StallSpec = { startupSec: 2700, factor: 3, floorSec: 600, basis: 'max', saveSec: 1800, evalSec: 1800, saveEvery: 20, evalEvery: null, capSec: 10800 };
+
+/**
+ * Replay a trainer: `events` are [seconds after launch, event]. Returns, at every second up to `until`, whether the
+ * watchdog would have stopped it (silence longer than the limit in force), and the first such second.
+ */
+function replay(spec: StallSpec, events: [number, ProgressEvent][], until: number): { killedAt: number | null; r: Rhythm } {
+  const t0 = 1_000_000;
+  const r = newRhythm(t0);
+  let i = 0;
+  for (let sec = 0; sec <= until; sec += 0.25) {
+    while (i < events.length && events[i]![0] <= sec) observe(spec, r, events[i++]![1], t0 + events[i - 1]![0] * 1000);
+    const silent = (t0 + sec * 1000 - r.lastAdvance) / 1000;
+    if (silent > stallLimit(spec, r).limitSec) return { killedAt: sec, r };
+  }
+  return { killedAt: null, r };
+}
+
+const iters = (from: number, to: number, at: (k: number) => number): [number, ProgressEvent][] =>
+  Array.from({ length: to - from + 1 }, (_, j) => [at(from + j), { iteration: from + j }] as [number, ProgressEvent]);
+
+describe('the issue\'s cases, with the default limits and no stallTimeout set', () => {
+  it('a trainer of 1 s iterations that hangs at iteration 30 is stopped within 30 s of its last iteration', () => {
+    const { killedAt } = replay(TRAIN, iters(1, 30, (k) => 5 + k), 200);
+    expect(killedAt).not.toBeNull();
+    expect(killedAt! - 35).toBeLessThanOrEqual(30);
+    expect(killedAt! - 35).toBeGreaterThanOrEqual(20); // the floor: not on the first slow iteration
+  });
+
+  it('a silent 90 s checkpoint load, then normal training, is not stopped', () => {
+    const events: [number, ProgressEvent][] = [[1, { loadingCheckpoint: true }], ...iters(101, 130, (k) => 91 + (k - 100))];
+    expect(replay(TRAIN, events, 125).killedAt).toBeNull();
+  });
+
+  it('a 20 s checkpoint save of 1 s iterations, announced or not, is not stopped', () => {
+    const announced: [number, ProgressEvent][] = [...iters(1, 100, (k) => k), [100.1, { savingCheckpoint: true }], [120, { checkpointSaved: 100 }], ...iters(101, 110, (k) => 120 + (k - 100))];
+    expect(replay(TRAIN, announced, 131).killedAt).toBeNull();
+    // Silent saves (no "saving" line): the gap after a multiple of saveInterval is a save's.
+    const silent: [number, ProgressEvent][] = [...iters(1, 100, (k) => k), ...iters(101, 110, (k) => 120 + (k - 100))];
+    expect(replay(TRAIN, silent, 131).killedAt).toBeNull();
+    // The same silence elsewhere is a hang.
+    const hang: [number, ProgressEvent][] = [...iters(1, 50, (k) => k), ...iters(51, 60, (k) => 100 + (k - 50))];
+    expect(replay(TRAIN, hang, 111).killedAt).toBe(70.25);
+  });
+
+  it('RL rollouts of 5 to 60 s are not stopped; a hung rollout is, within minutes', () => {
+    const lengths = [5, 60, 12, 5, 45, 30, 5, 60, 8, 20, 55, 5];
+    let t = 30;
+    const events = lengths.map((len, j) => [(t += len), { iteration: j + 1 }] as [number, ProgressEvent]);
+    expect(replay(RL, events, t + 1).killedAt).toBeNull();
+    const { killedAt } = replay(RL, events, t + 3600);
+    expect(killedAt! - t).toBeGreaterThan(599); // max(10 min floor, 3 × 60 s)
+    expect(killedAt! - t).toBeLessThan(601);
+  });
+});
+
+describe('the phases', () => {
+  it('startup until MIN_GAPS gaps have been seen, then the rhythm', () => {
+    const t0 = 0;
+    const r = newRhythm(t0);
+    expect(stallLimit(TRAIN, r)).toEqual({ phase: 'startup', limitSec: 1800 });
+    for (let k = 1; k <= MIN_GAPS; k += 1) {
+      observe(TRAIN, r, { iteration: k }, k * 3000);
+      expect(stallLimit(TRAIN, r).phase).toBe('startup');
+    }
+    observe(TRAIN, r, { iteration: MIN_GAPS + 1 }, (MIN_GAPS + 1) * 3000);
+    expect(r.gaps).toEqual([3, 3, 3]);
+    expect(stallLimit(TRAIN, r)).toEqual({ phase: 'training', limitSec: 30 }); // 10 × 3 s over the 20 s floor
+  });
+
+  it('saves, evaluations and loads neither shorten the limit nor enter the rhythm', () => {
+    const spec = { ...TRAIN, saveEvery: 10, evalEvery: 5 };
+    const r = newRhythm(0);
+    for (let k = 1; k <= 5; k += 1) observe(spec, r, { iteration: k }, k * 1000);
+    expect(stallLimit(spec, r)).toEqual({ phase: 'evaluating', limitSec: 1800 });
+    observe(spec, r, { iteration: 6 }, 65_000); // a 60 s evaluation
+    expect(r.gaps).toEqual([1, 1, 1, 1]);
+    observe(spec, r, { loadingCheckpoint: true }, 66_000);
+    expect(stallLimit(spec, r).phase).toBe('startup');
+    observe(spec, r, { iteration: 7 }, 300_000);
+    expect(r.gaps).toEqual([1, 1, 1, 1]);
+    expect(stallLimit(spec, r)).toEqual({ phase: 'training', limitSec: 20 });
+    observe(spec, r, { savingCheckpoint: true }, 301_000);
+    expect(stallLimit(spec, r)).toEqual({ phase: 'saving', limitSec: 1800 });
+    observe(spec, r, { checkpointSaved: 7 }, 400_000);
+    expect(r.lastAdvance).toBe(400_000);
+    expect(stallLimit(spec, r).phase).toBe('training');
+  });
+
+  it('a resume (a jump in iterations) is not a gap', () => {
+    const r = newRhythm(0);
+    for (const [k, t] of [[1, 1], [2, 2], [50, 3], [51, 4]]) observe(TRAIN, r, { iteration: k! }, t! * 1000);
+    expect(r.gaps).toEqual([1, 1]);
+  });
+
+  it('stallTimeout bounds every limit; a step without adaptive limits has its stall timeout throughout', () => {
+    const capped = { ...TRAIN, capSec: 300 };
+    expect(stallLimit(capped, newRhythm(0))).toEqual({ phase: 'startup', limitSec: 300 });
+    const fixed = fixedStallSpec(5);
+    const r = newRhythm(0);
+    for (let k = 1; k <= 10; k += 1) observe(fixed, r, { iteration: k }, k * 100);
+    expect(stallLimit(fixed, r).limitSec).toBe(5);
+    expect(describeStallSpec(fixed)).toBe('5s fixed');
+  });
+});
+
+describe('the rule of the gaps', () => {
+  it('p95 of steady training ignores a rare slow iteration; max follows the longest rollout', () => {
+    const gaps = [...Array(99).fill(2), 40];
+    expect(quantile(gaps, 0.95)).toBe(2);
+    expect(rhythmLimitSec(TRAIN, gaps)).toBe(20);
+    expect(rhythmLimitSec({ ...TRAIN, floorSec: 5 }, gaps)).toBe(20);
+    expect(rhythmLimitSec(RL, gaps)).toBe(600);
+    expect(rhythmLimitSec({ ...RL, floorSec: 60 }, gaps)).toBe(120);
+  });
+
+  it('7B CPT: 20 s iterations give a limit of minutes, not the scripts\' 2 h', () => {
+    expect(rhythmLimitSec(TRAIN, Array(50).fill(20))).toBe(200);
+  });
+
+  it('says the limits in words', () => {
+    expect(shortDuration(90)).toBe('90s');
+    expect(shortDuration(3600)).toBe('1h');
+    expect(shortDuration(5400)).toBe('90m');
+    expect(shortDuration(9000)).toBe('2h30m');
+    expect(describeStallSpec({ ...TRAIN, evalEvery: 100 })).toBe('startup 30m, then max(20s, 10×p95 gap); save 30m, eval 30m; at most 2h');
+  });
+});
