@@ -19,7 +19,12 @@ export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('validate', argv, OPTIONS, USAGE);
   const [ref] = positionals('validate', pos, ['recipe'], USAGE);
   const { plan, source, warnings } = await loadCompiled(ref!, { sets: values.set ?? [], runId: 'validate' });
-  const note = warnings.length ? ` (${warnings.length} warning${warnings.length > 1 ? 's' : ''})` : '';
+  const counted = (level: string, word: string) => {
+    const n = warnings.filter((w) => w.level === level).length;
+    return n ? [`${n} ${word}${n > 1 ? 's' : ''}`] : [];
+  };
+  const counts = [...counted('warning', 'warning'), ...counted('hint', 'hint')];
+  const note = counts.length ? ` (${counts.join(', ')})` : '';
   if (values['check-paths']) {
     // The runs' root: `run` adds the run id below it.
     const root = dirname(plan.runDir);

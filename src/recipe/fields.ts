@@ -85,10 +85,13 @@ export const duration = () =>
       .union([positive(), z.string().regex(DURATION_RE, { error: 'expected seconds or a duration like 30m, 6h, 14d' })], {
         error: 'expected seconds or a duration like 30m, 6h, 14d',
       })
-      .transform((v) => {
+      .transform((v, ctx) => {
         if (typeof v === 'number') return v;
         const m = DURATION_RE.exec(v)!;
-        return Math.round(Number(m[1]) * UNIT_SEC[m[2]!]!);
+        const sec = Math.round(Number(m[1]) * UNIT_SEC[m[2]!]!);
+        // `0.2s` would round to nothing: a zero stall timeout or iteration time is never meant.
+        if (sec === 0) ctx.issues.push({ code: 'custom', input: v, message: 'must be at least 1s; write shorter times as a number of seconds (0.25)' });
+        return sec;
       }),
     'duration',
   );

@@ -1,8 +1,9 @@
 /**
  * Problems found in a recipe, each tied to the YAML path it is about. The CLI prints one line per issue:
- * `error: sft.0.lr: must be greater than 0` or `warning: cpt.saveInterval: ...`.
+ * `error: sft.0.lr: must be greater than 0`, `warning: cpt.saveInterval: ...` or `hint: rl.saveInterval: ...`.
+ * Errors stop the recipe; a warning is probably a mistake; a hint is advice (a cheaper setting, say).
  */
-export type Level = 'error' | 'warning';
+export type Level = 'error' | 'warning' | 'hint';
 
 export interface Issue {
   level: Level;
@@ -13,6 +14,7 @@ export interface Issue {
 
 export const error = (path: string, message: string): Issue => ({ level: 'error', path, message });
 export const warning = (path: string, message: string): Issue => ({ level: 'warning', path, message });
+export const hint = (path: string, message: string): Issue => ({ level: 'hint', path, message });
 
 /** `sft.0.lr` from `['sft', 0, 'lr']`; the recipe itself is `(recipe)`. */
 export function dotted(path: readonly PropertyKey[]): string {

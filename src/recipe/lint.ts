@@ -1,9 +1,10 @@
 /**
  * Cross-field checks of a valid recipe: the pitfalls of the InfiR2 scripts (docs/infir2-recipe.md §7) that a
  * config can show, and stages that do not fit together. Each message says what goes wrong and what to change.
- * Errors stop `validate`/`plan`/`run`; warnings are printed and the recipe still runs.
+ * Errors stop `validate`/`plan`/`run`; warnings and hints (goodput-advice.ts) are printed and the recipe still runs.
  */
 import { fp8Enabled, sftSteps } from './derived.js';
+import { intervalHints } from './goodput-advice.js';
 import { error, warning, type Issue } from './issues.js';
 import type { Arch, Recipe } from './schema.js';
 import { STAGE_CHECKS, type Check } from './lint-stages.js';
@@ -180,10 +181,10 @@ const placeholders: Check = (r) => {
   return found.length ? [warning('(recipe)', `still the InfiR2 scripts' placeholder paths: ${found.join(', ')}`)] : [];
 };
 
-const CHECKS: Check[] = [...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders];
+const CHECKS: Check[] = [...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints];
 
-/** Every problem found; errors first, then warnings, each in recipe order. */
+/** Every problem found; errors first, then warnings, then hints, each in recipe order. */
 export function lintRecipe(r: Recipe): Issue[] {
   const issues = CHECKS.flatMap((check) => check(r));
-  return [...issues.filter((i) => i.level === 'error'), ...issues.filter((i) => i.level === 'warning')];
+  return (['error', 'warning', 'hint'] as const).flatMap((level) => issues.filter((i) => i.level === level));
 }

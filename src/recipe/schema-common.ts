@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { DEFAULT_LOG_MAX_MB, type Launcher, type Precision } from '../plan/types.js';
+import { DEFAULT_RESTART, HINT_LOSS, LLAMA3_FAILURES_PER_GPU_HOUR } from './checkpoint-interval.js';
 import { count, duration, envName, name, natural, path, positive } from './fields.js';
 
 // The Plan's types (src/plan/types.ts) name the same values; `satisfies` keeps the two in step.
@@ -191,6 +192,36 @@ export const tensorParallel = z
   .prefault({})
   .describe('model parallelism; TP × PP × CP must divide the stage\'s GPUs');
 export type Parallel = z.output<typeof tensorParallel>;
+
+/**
+ * A training stage's timings, measured on an earlier run or estimated: with them `infir2 plan` and lint weigh
+ * the stage's `saveInterval` against the Young–Daly optimum (src/recipe/checkpoint-interval.ts).
+ */
+export const estimates = () =>
+  z
+    .strictObject({
+      iterationTime: duration().describe('wall time of one iteration (SFT, RL: one step, rollout generation included)'),
+      saveTime: duration().describe('time training waits while one checkpoint is written'),
+    })
+    .optional()
+    .describe(
+      `measured or estimated timings of this stage; with them \`infir2 plan\` shows the goodput of \`saveInterval\` and its Young–Daly optimum, and lint hints when the interval costs over ${100 * HINT_LOSS} % of goodput`,
+    );
+
+/** The failure model behind the checkpoint-interval advice (`estimates` of each stage). */
+export const goodput = z
+  .strictObject({
+    failureRate: positive()
+      .default(LLAMA3_FAILURES_PER_GPU_HOUR)
+      .describe(
+        'unexpected interruptions per GPU-hour: a step on G GPUs fails on average every 1 / (failureRate × G) hours; default: Llama 3 pre-training\'s 419 interruptions in 54 days on 16,384 H100s (≈ 1.97e-5)',
+      ),
+    restartTime: duration()
+      .prefault(DEFAULT_RESTART)
+      .describe('time lost per failure besides the recomputed iterations: noticing it, restarting, loading the checkpoint'),
+  })
+  .prefault({})
+  .describe('the failure model behind the checkpoint-interval advice of `infir2 plan` and lint (docs/operations.md, "Checkpoint interval")');
 
 export const seed = () => natural().default(1234).describe('random seed (`--seed`)');
 export const wandbProject = () => z.string().min(1);

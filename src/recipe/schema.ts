@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { count, name, path, slug } from './fields.js';
-import { PRECISIONS, logs, model, pool, software } from './schema-common.js';
+import { PRECISIONS, goodput, logs, model, pool, software } from './schema-common.js';
 import { convert, cpt, evalConfig, rl, sftStage } from './schema-stages.js';
 
 // The parts' public names, so that the rest of the project imports the recipe format from this one module.
@@ -29,6 +29,7 @@ export const recipeSchema = z.strictObject({
   fp8BlockSize: count().default(128).describe('block size of the local trainer\'s FP8: emulated at any size on CPU; real FP8 GEMMs on a Hopper GPU need 128, TransformerEngine\'s blockwise recipe'),
   software,
   logs,
+  goodput,
   model,
   pools: z.record(name(), pool).describe('worker pools by name'),
   cpt: cpt.optional(),
