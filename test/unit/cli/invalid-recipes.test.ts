@@ -77,6 +77,10 @@ const CASES: Case[] = [
   { name: '--set bad YAML value', args: ['validate', 'tiny', '--set', 'cpt.lr=[1,'], errors: [/^--set cpt\.lr=\[1,: the value is not valid YAML/] },
   { name: '--set wrong type', args: ['validate', 'tiny', '--set', 'cpt.lr=fast'], errors: [/^cpt\.lr: expected a number, got 'fast'$/] },
   { name: '--set unknown key', args: ['validate', 'tiny', '--set', 'cpt.itrations=5'], errors: [/^cpt\.itrations: unknown key; did you mean 'iterations'\?$/] },
+  { name: '--set a failure rate of 0', args: ['validate', 'tiny', '--set', 'goodput.failureRate=0'], errors: [/^goodput\.failureRate: must be greater than 0, got 0$/] },
+  { name: '--set a negative failure rate', args: ['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--set', 'goodput.failureRate=-1e-5'], errors: [/^goodput\.failureRate: must be greater than 0, got -0\.00001$/] },
+  { name: '--set a failure rate that is no number', args: ['validate', 'tiny', '--set', 'goodput.failureRate=often'], errors: [/^goodput\.failureRate: expected a number, got 'often'$/] },
+  { name: '--set an iteration time that rounds to 0 s', args: ['validate', 'tiny', '--set', 'cpt.estimates={iterationTime: 0.2s, saveTime: 5}'], errors: [/^cpt\.estimates\.iterationTime: must be at least 1s; write shorter times as a number of seconds \(0\.25\), got '0\.2s'$/] },
   { name: '--set a negative log cap', args: ['validate', 'tiny', '--set', 'logs.maxMB=-1'], errors: [/^logs\.maxMB: must be 0 or more, got -1$/] },
   { name: '--set a secret reference that is no variable name', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=hf-token'], errors: [/^cpt\.secrets\.HF_TOKEN: .*'hf-token'/] },
   { name: '--set a secret also in env', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=HF_TOKEN', '--set', 'cpt.env.HF_TOKEN=hf_abc'], errors: [/^cpt\.secrets\.HF_TOKEN: HF_TOKEN is also set in cpt\.env, whose values travel in the plan and the run's history: keep it in secrets only$/] },
@@ -112,7 +116,7 @@ describe('malformed recipes, in-process', () => {
 
 describe('malformed recipes, as the built CLI', () => {
   beforeAll(() => ensureBuilt(), 120_000);
-  const SUBSET = ['wrong-type', 'unknown-nested-key', 'yaml-syntax', 'empty', 'escaping-name', 'duplicate-keys', 'several-problems', 'a binary file', 'an absurdly large file', 'missing file', 'a directory', '--set without =', 'unknown-preset'];
+  const SUBSET = ['--set a negative failure rate', 'wrong-type', 'unknown-nested-key', 'yaml-syntax', 'empty', 'escaping-name', 'duplicate-keys', 'several-problems', 'a binary file', 'an absurdly large file', 'missing file', 'a directory', '--set without =', 'unknown-preset'];
   it.each(CASES.filter((c) => SUBSET.includes(c.name)))('$name', async (c) => {
     expectRejected(await runSubprocess(c.args), c);
   });

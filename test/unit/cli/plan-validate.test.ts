@@ -68,7 +68,39 @@ describe('infir2 plan', () => {
       '  sft.stage1, sft.stage2: startup 5m, then max(20s, 10×p95 gap); save 5m; at most 5m',
       '  convert.hf, convert.fp8, eval.fp8.arith, convert.rl, eval.rl.arith: 5m fixed (no progress lines)',
       '  rl.stage1, rl.stage2: startup 5m, then max(10m, 3×max gap); save 5m; at most 5m',
+      // The checkpoint-interval section: the tiny recipe trains on CPU, where a per-GPU-hour failure rate says nothing.
+      '',
+      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md',
+      'no training stage runs on GPUs: the failure rate is per GPU-hour',
     ]);
+  });
+
+  it("shows each training stage's goodput and Young–Daly optimum under the table, or the estimates it needs", async () => {
+    const r = await runInProcess([
+      'plan', 'recipes/qwen2.5-7b-fp8.yaml', '--run-id', 'demo',
+      '--set', 'cpt.estimates={iterationTime: 90s, saveTime: 1m}', '--set', 'rl.estimates={iterationTime: 10m, saveTime: 90s}',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    expect(lines.slice(lines.findIndex((l) => l.startsWith('checkpoint intervals')))).toEqual([
+      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md',
+      'STAGE  GPUS  MTBF  SAVE EVERY       GOODPUT  YOUNG–DALY OPTIMUM',
+      'cpt    8     264d  1000 iterations  99.7 %   581 (14.5h): 99.8 %; 625 divides the phase boundaries: 99.8 %',
+      'sft.0  16    132d  1000 steps       -        needs sft.0.estimates: { iterationTime, saveTime }',
+      'sft.1  16    132d  1000 steps       -        needs sft.1.estimates: { iterationTime, saveTime }',
+      'rl     32    66d   20 rollouts      99.1 %   53 (8.8h): 99.4 %; 64 divides every curriculum stage: 99.4 %',
+    ]);
+  });
+
+  it('hints on stderr when an interval costs over 3 points of goodput; validate counts hints apart from warnings', async () => {
+    const sets = ['--set', 'cpt.estimates={iterationTime: 90s, saveTime: 1m}', '--set', 'goodput.failureRate=2e-3'];
+    const plan = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', ...sets]);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stderr).toMatch(/^hint: cpt\.saveInterval: saving every 1000 iterations gives an estimated goodput of 79\.7 % on 8 GPUs; .*set cpt\.saveInterval: 50,/m);
+    expect(plan.stdout).toMatch(/^cpt +8 +3d +1000 iterations +79\.7 % +58 \(87m\): 97\.4 %; 50 divides the phase boundaries: 97\.4 %$/m);
+    const validate = await runInProcess(['validate', 'infir2-7b', ...sets]);
+    expect(validate.code, validate.stderr).toBe(0);
+    expect(validate.stdout).toMatch(/\(2 warnings, 1 hint\)$/m);
   });
 
   it('prints the whole Plan as JSON with --json, with --set applied', async () => {
@@ -78,6 +110,14 @@ describe('infir2 plan', () => {
     expect(plan).toMatchObject({ version: 1, recipe: 'qwen2-5-7b-fp8', runId: 'x1', runDir: '/shared/infir2/runs/x1', precision: 'fp8', model: 'Qwen2.5-7B' });
     expect(plan.steps.find((s) => s.id === 'cpt.decay')?.completion).toMatchObject({ iteration: 50000 });
     expect(plan.steps.find((s) => s.id === 'cpt.stable')?.completion).toMatchObject({ iteration: 45000 });
+  });
+
+  it('keeps the checkpoint advice out of --json: it prints the Plan, what the workflow receives, and nothing else', async () => {
+    const sets = ['--set', 'cpt.estimates={iterationTime: 90s, saveTime: 1m}'];
+    const withEstimates = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--json', '--run-id', 'x1', ...sets]);
+    const without = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--json', '--run-id', 'x1']);
+    expect(withEstimates.stdout).toBe(without.stdout);
+    expect(withEstimates.stdout).not.toMatch(/goodput|estimates|Young/i);
   });
 
   it('makes up a readable run id when none is given', async () => {

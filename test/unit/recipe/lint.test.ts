@@ -1,17 +1,18 @@
 import { describe, expect, it } from 'vitest';
-import { RecipeError } from '../../../src/recipe/issues.js';
+import { RecipeError, type Issue } from '../../../src/recipe/issues.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 
-/** The issues (errors and warnings) of a preset with some --set overrides, as `path: message`. */
-async function issuesOf(preset: string, sets: string[]): Promise<{ errors: string[]; warnings: string[] }> {
+/** The issues (errors, warnings and hints) of a preset with some --set overrides, as `path: message`. */
+async function issuesOf(preset: string, sets: string[]): Promise<{ errors: string[]; warnings: string[]; hints: string[] }> {
+  let issues: Issue[];
   try {
-    const { warnings } = await loadRecipe(preset, { sets });
-    return { errors: [], warnings: warnings.map((w) => `${w.path}: ${w.message}`) };
+    issues = (await loadRecipe(preset, { sets })).warnings;
   } catch (err) {
     if (!(err instanceof RecipeError)) throw err;
-    const pick = (level: string) => err.issues.filter((i) => i.level === level).map((i) => `${i.path}: ${i.message}`);
-    return { errors: pick('error'), warnings: pick('warning') };
+    issues = err.issues;
   }
+  const pick = (level: string) => issues.filter((i) => i.level === level).map((i) => `${i.path}: ${i.message}`);
+  return { errors: pick('error'), warnings: pick('warning'), hints: pick('hint') };
 }
 
 describe('lint', () => {
@@ -53,6 +54,33 @@ describe('lint', () => {
   });
 
   it('finds nothing to say about the tiny preset', async () => {
-    expect(await issuesOf('tiny', [])).toEqual({ errors: [], warnings: [] });
+    expect(await issuesOf('tiny', [])).toEqual({ errors: [], warnings: [], hints: [] });
+  });
+});
+
+describe('lint: checkpoint-interval hints', () => {
+  const TIMINGS = ['cpt.estimates={iterationTime: 90s, saveTime: 1m}', 'rl.estimates={iterationTime: 10m, saveTime: 90s}', 'sft.0.estimates={iterationTime: 20s, saveTime: 1m}'];
+  const FLAKY = 'goodput.failureRate=2e-3';
+
+  it('hints, never errs, when an interval loses over 3 points of goodput, and names the interval to set', async () => {
+    const { errors, hints } = await issuesOf('recipes/qwen2.5-7b-fp8.yaml', [...TIMINGS, FLAKY]);
+    expect(errors).toEqual([]);
+    expect(hints).toEqual([
+      'cpt.saveInterval: saving every 1000 iterations gives an estimated goodput of 79.7 % on 8 GPUs; the Young–Daly optimum is ~58 (97.4 %): set cpt.saveInterval: 50, the best that divides the phase boundaries (97.4 %)',
+      'sft.0.saveInterval: saving every 1000 steps gives an estimated goodput of 90.3 % on 16 GPUs; the Young–Daly optimum is ~184 (96.2 %): set sft.0.saveInterval: 184 (96.2 %)',
+      'rl.saveInterval: saving every 20 rollouts gives an estimated goodput of 87.5 % on 32 GPUs; the Young–Daly optimum is ~5 (93.3 %): set rl.saveInterval: 5 (93.3 %)',
+    ]);
+  });
+
+  it("is quiet at Llama 3's failure rate, and without estimates", async () => {
+    expect((await issuesOf('recipes/qwen2.5-7b-fp8.yaml', TIMINGS)).hints).toEqual([]);
+    expect((await issuesOf('recipes/qwen2.5-7b-fp8.yaml', [FLAKY])).hints).toEqual([]);
+  });
+
+  it('is quiet once its advice is taken, which no other check objects to', async () => {
+    const { errors, warnings, hints } = await issuesOf('recipes/qwen2.5-7b-fp8.yaml', [...TIMINGS, FLAKY, 'cpt.saveInterval=50', 'sft.0.saveInterval=184', 'rl.saveInterval=5']);
+    expect(errors).toEqual([]);
+    expect(warnings.filter((w) => w.includes('saveInterval'))).toEqual([]);
+    expect(hints).toEqual([]);
   });
 });
