@@ -205,7 +205,7 @@ export const estimates = () =>
     })
     .optional()
     .describe(
-      `measured or estimated timings of this stage; with them \`infir2 plan\` shows the goodput of \`saveInterval\` and its Young–Daly optimum, and lint hints when the interval costs over ${100 * HINT_LOSS} % of goodput`,
+      `measured or estimated timings of this stage; with them \`infir2 plan\` shows the goodput of \`saveInterval\` and its Young–Daly optimum, and lint hints when the interval loses over ${100 * HINT_LOSS} points of goodput against it`,
     );
 
 /** The failure model behind the checkpoint-interval advice (`estimates` of each stage). */
