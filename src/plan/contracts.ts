@@ -46,8 +46,15 @@ export interface StepState {
   id: string;
   status: StepStatus;
   attempts: number;
-  /** Failures so far, by class. */
+  /** Failures so far, by class (all of them: what `status` shows). */
   failures: Partial<Record<FailureClass, number>>;
+  /**
+   * Failures in a row that came without progress past the previous failure's checkpoint, by class: what the
+   * retry budgets bound (workflows/retry-rule.ts). Absent in states recorded before the rule: none.
+   */
+  failuresWithoutProgress?: Partial<Record<FailureClass, number>>;
+  /** The newest complete checkpoint known at a failure so far (null: none); absent before the first failure. */
+  checkpointAtFailure?: number | null;
   lastFailure: { class: FailureClass; message: string } | null;
   /** Why the step is running but not training: a pause before its next attempt (a full disk). */
   waiting?: Waiting | null;

@@ -1,6 +1,8 @@
-/** Map a failed activity to a failure class. Workflow-safe: @temporalio/workflow only. */
+/** Map a failed activity to a failure class, and read what the retry rule needs of it. Workflow-safe: @temporalio/workflow only. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import type { Progress } from '../plan/contracts.js';
 import { FAILURE_CLASSES, type FailureClass } from '../plan/types.js';
+import type { FailureFacts } from './retry-rule.js';
 
 export function failureClassOf(err: unknown): { cls: FailureClass; message: string } {
   const cause = err instanceof ActivityFailure ? err.cause : err;
@@ -18,4 +20,27 @@ export function failureClassOf(err: unknown): { cls: FailureClass; message: stri
   }
   const message = err instanceof Error ? err.message : String(err);
   return { cls: 'crash', message };
+}
+
+/**
+ * What the retry rule needs to know of a failure besides its class: the newest complete checkpoint at it and the
+ * one the step started from. runStep's failures carry the attempt's progress as their first detail; a lost
+ * worker's timeout carries none, so the last progress the step signalled (`lastSignalled`) stands in for it.
+ */
+export function failureFacts(err: unknown, lastSignalled: Progress | null): FailureFacts & { message: string } {
+  const { cls, message } = failureClassOf(err);
+  const reported = failureProgress(err);
+  return {
+    cls,
+    message,
+    checkpoint: reported?.lastCheckpoint ?? lastSignalled?.lastCheckpoint ?? null,
+    startedFrom: (reported ?? lastSignalled)?.resumedFrom ?? null,
+  };
+}
+
+function failureProgress(err: unknown): Progress | null {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  if (!(cause instanceof ApplicationFailure)) return null;
+  const p: unknown = cause.details?.[0];
+  return p && typeof p === 'object' && 'lastCheckpoint' in p ? (p as Progress) : null;
 }

@@ -1,7 +1,8 @@
 /**
  * stageRun: owns one plan step. Runs an attempt on the step's pool, classifies a failure, retries with resume
- * (the activity resumes from the newest complete checkpoint by itself) within the budget of that failure class,
- * and continues-as-new between attempts when the history grows large.
+ * (the activity resumes from the newest complete checkpoint by itself) while the retry rule allows it (a budget
+ * per failure class bounds failures in a row without progress: retry-rule.ts), and continues-as-new between
+ * attempts when the history grows large.
  */
 import {
   ActivityCancellationType,
@@ -9,6 +10,7 @@ import {
   continueAsNew,
   getExternalWorkflowHandle,
   isCancellation,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -16,10 +18,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { FailureClass, PlanStep } from '../plan/types.js';
+import type { PlanStep, RetryBudgets } from '../plan/types.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
-import { failureClassOf } from './failures.js';
+import { failureFacts } from './failures.js';
+import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
 import { stepTable } from './status-table.js';
 
 export interface StageRunInput {
@@ -38,16 +41,17 @@ export interface StageRunInput {
 
 /** Time the supervisor needs after the attempt limit to stop the process and report. */
 const ATTEMPT_SLACK_SEC = 120;
-/** The longest pause between storage attempts: a freed disk is noticed within this. */
-const STORAGE_BACKOFF_MAX_SEC = 600;
 
 /**
- * Pause before the next attempt. A storage fault (a full disk) waits for a person, so its pauses double from the
- * retry delay up to 10 minutes; any other class retries after the retry delay.
+ * The retry rule applied to the step's failure, with what it remembers (a state recorded before the rule: no
+ * failures in a row yet). Histories recorded before the rule replay as they were decided: every failure of the
+ * class counted, progress or not.
  */
-export function retryPauseSec(cls: FailureClass, used: number, retryDelaySec: number): number {
-  if (cls !== 'storage') return retryDelaySec;
-  return Math.min(Math.max(retryDelaySec, 1) * 2 ** (used - 1), STORAGE_BACKOFF_MAX_SEC);
+function judge(state: StepState, facts: FailureFacts, budgets: RetryBudgets): RetryVerdict {
+  if (!patched('progress-aware-retries')) {
+    return judgeFailure({ streaks: { [facts.cls]: state.failures[facts.cls] ?? 0 }, checkpoint: null }, { ...facts, checkpoint: null }, budgets);
+  }
+  return judgeFailure({ streaks: state.failuresWithoutProgress ?? {}, checkpoint: state.checkpointAtFailure }, facts, budgets);
 }
 
 export async function stageRun(input: StageRunInput): Promise<StepResult> {
@@ -104,19 +108,20 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
         publish(true);
         throw err;
       }
-      const { cls, message } = failureClassOf(err);
-      const used = (state.failures[cls] ?? 0) + 1;
-      state.failures[cls] = used;
+      const { message, ...facts } = failureFacts(err, state.progress);
+      const { cls } = facts;
+      const v = judge(state, facts, step.retries);
+      state.failures[cls] = (state.failures[cls] ?? 0) + 1;
+      state.failuresWithoutProgress = v.memory.streaks;
+      state.checkpointAtFailure = v.memory.checkpoint;
       state.lastFailure = { class: cls, message };
-      const budget = step.retries[cls];
-      if (cls === 'config' || used > budget) {
+      if (!v.retry) {
         state.status = 'failed';
         state.endedAt = new Date().toISOString();
         publish(true);
-        const why = cls === 'config' ? 'a configuration error is never retried' : `the ${cls} retry budget (${budget}) is spent`;
-        throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${why})`, 'StepFailed', state);
+        throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${v.why})`, 'StepFailed', state);
       }
-      pauseSec = retryPauseSec(cls, used, input.retryDelaySec);
+      pauseSec = retryPauseSec(cls, v.streak, input.retryDelaySec);
       if (cls === 'storage') {
         // Shown by `status` as "waiting: disk full on … (N GB free)" rather than a bare "running".
         const now = Date.now();

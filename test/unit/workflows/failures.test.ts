@@ -4,7 +4,8 @@
 import { ActivityFailure, ApplicationFailure, CancelledFailure, RetryState, TimeoutFailure, TimeoutType } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { FAILURE_CLASSES } from '../../../src/plan/types.js';
-import { failureClassOf } from '../../../src/workflows/failures.js';
+import type { Progress } from '../../../src/plan/contracts.js';
+import { failureClassOf, failureFacts } from '../../../src/workflows/failures.js';
 
 const activity = (cause?: Error, message = 'Activity task failed') =>
   new ActivityFailure(message, 'runStep', '1', RetryState.MAXIMUM_ATTEMPTS_REACHED, 'worker@host', cause);
@@ -80,5 +81,24 @@ describe('failureClassOf: anything else is a crash', () => {
 
   it('a plain Error inside an ActivityFailure', () => {
     expect(failureClassOf(activity(new Error('inner')))).toEqual({ cls: 'crash', message: 'Activity task failed' });
+  });
+});
+
+describe('failureFacts: the checkpoint at a failure, for the retry rule', () => {
+  const progress = (lastCheckpoint: number | null, resumedFrom: number | null) => ({ lastCheckpoint, resumedFrom, attempt: 2 }) as Progress;
+  const crash = (p?: Progress) => activity(ApplicationFailure.create({ type: 'crash', message: 'm', details: p ? [p] : [] }));
+
+  it.each<[string, Error, Progress | null, { checkpoint: number | null; startedFrom: number | null }]>([
+    ['the progress the failure carries wins over the signalled', crash(progress(50, 40)), progress(40, 40), { checkpoint: 50, startedFrom: 40 }],
+    ['a failure that carries no checkpoint: the signalled one', crash(progress(null, null)), progress(40, 30), { checkpoint: 40, startedFrom: null }],
+    ['a failure without details: the signalled progress', crash(), progress(40, 30), { checkpoint: 40, startedFrom: 30 }],
+    ['a lost worker (heartbeat timeout): the signalled progress', activity(new TimeoutFailure('t', { lastCheckpoint: 99 }, TimeoutType.HEARTBEAT)), progress(40, 30), { checkpoint: 40, startedFrom: 30 }],
+    ['nothing known', activity(new TimeoutFailure('t', undefined, TimeoutType.HEARTBEAT)), null, { checkpoint: null, startedFrom: null }],
+  ])('%s', (_, err, signalled, expected) => {
+    expect(failureFacts(err, signalled)).toMatchObject(expected);
+  });
+
+  it('keeps the class and message of failureClassOf', () => {
+    expect(failureFacts(crash(progress(10, null)), null)).toEqual({ cls: 'crash', message: 'm', checkpoint: 10, startedFrom: null });
   });
 });

@@ -81,15 +81,19 @@ export function result(stepId: string, attempts: number): StepResult {
 
 /**
  * A scripted runStep: for each step, the outcome of each attempt in order ('ok' or a failure class), as the real
- * supervisor reports them (an ApplicationFailure typed by the class; config is non-retryable). Records the calls.
+ * supervisor reports them (an ApplicationFailure typed by the class, with the attempt's progress as its detail;
+ * config is non-retryable). `crash@40`: a crash whose newest complete checkpoint was 40 (plain `crash`: none).
+ * Records the calls.
  */
-export function scriptedRunStep(script: Record<string, (FailureClass | 'ok')[]>) {
+export function scriptedRunStep(script: Record<string, (FailureClass | `${FailureClass}@${number}` | 'ok')[]>) {
   const calls: { stepId: string; attempt: number }[] = [];
   const runStep = async (input: RunStepInput): Promise<StepResult> => {
     calls.push({ stepId: input.step.id, attempt: input.attempt });
     const outcome = script[input.step.id]?.[input.attempt - 1] ?? 'ok';
     if (outcome === 'ok') return result(input.step.id, input.attempt);
-    throw ApplicationFailure.create({ type: outcome, message: `${input.step.id}: ${outcome}: scripted`, nonRetryable: outcome === 'config' });
+    const [cls, at] = outcome.split('@');
+    const progress = { lastCheckpoint: at === undefined ? null : Number(at), resumedFrom: null, attempt: input.attempt };
+    throw ApplicationFailure.create({ type: cls, message: `${input.step.id}: ${cls}: scripted`, nonRetryable: cls === 'config', details: [progress] });
   };
   return { runStep, calls };
 }

@@ -1,13 +1,16 @@
 /**
  * stageRun's retry rule, in-process (time-skipping test server, mocked runStep): every failure class is retried
- * exactly its budget and no more, config never; the attempt count and the failure tally are what status shows.
+ * exactly its budget of failures in a row without progress and no more, config never; a failure after a new
+ * checkpoint starts the count again; the attempt count and the failure tally are what status shows.
  */
 import { WorkflowFailedError } from '@temporalio/client';
+import type { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAILURE_CLASSES } from '../../../src/plan/types.js';
 import { STEP_STATE_QUERY, type StepState } from '../../../src/plan/contracts.js';
-import { retryPauseSec, type stageRun } from '../../../src/workflows/stage-run.js';
+import { retryPauseSec } from '../../../src/workflows/retry-rule.js';
+import type { stageRun } from '../../../src/workflows/stage-run.js';
 import { BUDGETS, scriptedRunStep, step, timeSkippingEnv, withWorkers } from './inproc.js';
 
 const QUEUE = 'inproc-stage';
@@ -46,7 +49,8 @@ describe('stageRun retry budgets (in-process)', () => {
     const { run, calls } = start(`spent-${cls}`, { [`spent-${cls}`]: Array(budget + 1).fill(cls) });
     const err = await run.then(() => null, (e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowFailedError);
-    expect(String((err as WorkflowFailedError).cause?.message)).toContain(`the ${cls} retry budget (${budget}) is spent`);
+    expect(String((err as WorkflowFailedError).cause?.message)).toContain(`(restart loop: `);
+    expect(String((err as WorkflowFailedError).cause?.message)).toContain(` without progress (no complete checkpoint yet); retries.${cls} is ${budget})`);
     expect(calls).toHaveLength(budget + 1);
   });
 
@@ -62,6 +66,24 @@ describe('stageRun retry budgets (in-process)', () => {
     const { run, calls } = start('mixed', { mixed: ['crash', 'hang', 'crash', 'oom', 'ok'] });
     expect((await run).attempts).toBe(5);
     expect(calls).toHaveLength(5);
+  });
+
+  it('a failure after a new checkpoint starts the count again: 8 crashes with progress and a budget of 2 complete', async () => {
+    const crashes = [10, 20, 30, 40, 50, 60, 70, 80].map((c) => `crash@${c}` as const);
+    const { run, calls } = start('progress', { progress: [...crashes, 'ok'] });
+    expect((await run).attempts).toBe(9);
+    expect(calls).toHaveLength(9);
+  });
+
+  it('crashes without progress past a checkpoint fail the step as a restart loop, naming the checkpoint', async () => {
+    // 40 is progress (past the fresh start); the next three stay at 40: three in a row past a budget of 2
+    const { run, calls } = start('loop', { loop: ['crash@40', 'oom@40', 'crash@40', 'crash@40', 'crash@40', 'ok'] });
+    const err = await run.then(() => null, (e: unknown) => e);
+    expect(calls).toHaveLength(5);
+    const failed = (err as WorkflowFailedError).cause as ApplicationFailure;
+    expect(failed.message).toBe('step loop failed after 5 attempt(s): loop: crash: scripted (restart loop: 3 consecutive crash failures without progress past checkpoint 40; retries.crash is 2)');
+    const st = failed.details?.[0] as StepState;
+    expect(st).toMatchObject({ status: 'failed', failures: { crash: 4, oom: 1 }, failuresWithoutProgress: { crash: 3, oom: 1 }, checkpointAtFailure: 40 });
   });
 
   it('storage: the step waits between attempts, says why, and each pause doubles', async () => {
@@ -94,11 +116,12 @@ describe('stageRun retry budgets (in-process)', () => {
 
   it.each([
     ['crash', 1, 5],
+    ['storage', 0, 5],
     ['storage', 1, 5],
     ['storage', 2, 10],
     ['storage', 8, 600],
     ['storage', 30, 600],
-  ] as const)('pause after the %s failure number %i: %i s (retry delay 5 s)', (cls, used, sec) => {
+  ] as const)('pause after the %s failure number %i in a row: %i s (retry delay 5 s)', (cls, used, sec) => {
     expect(retryPauseSec(cls, used, 5)).toBe(sec);
   });
 });

@@ -260,8 +260,8 @@ describe('mdTable (shared with the run\'s static details)', () => {
 });
 
 describe('workflow safety', () => {
-  it('status-table.ts and failures.ts import no Node built-ins (they run inside the workflow sandbox)', () => {
-    for (const f of ['status-table.ts', 'step-figures.ts', 'failures.ts', 'definitions.ts']) {
+  it('status-table.ts, failures.ts and retry-rule.ts import no Node built-ins (they run inside the workflow sandbox)', () => {
+    for (const f of ['status-table.ts', 'step-figures.ts', 'failures.ts', 'retry-rule.ts', 'definitions.ts']) {
       const src = readFileSync(new URL(`../../../src/workflows/${f}`, import.meta.url), 'utf8');
       const imports = [...src.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
       for (const i of imports) expect(i, `${f} imports ${i}`).toMatch(/^(\.|@temporalio\/(workflow|common))/);
