@@ -13,22 +13,27 @@ export const PRECISIONS = ['fp8', 'bf16'] as const satisfies readonly Precision[
 export const LAUNCHERS = ['local', 'torchrun', 'slurm', 'ray'] as const satisfies readonly Launcher[];
 
 /**
- * Retry budget per failure class (see `FAILURE_CLASSES` in src/plan/types.ts). `config` failures are never
- * retried: the same command would fail the same way.
+ * Retry budget per failure class (see `FAILURE_CLASSES` in src/plan/types.ts): failures in a row without a new
+ * checkpoint, a restart loop, not a step's lifetime failures (workflows/retry-rule.ts). `config` failures are
+ * never retried: the same command would fail the same way.
  */
 export const retries = (d: { crash: number; hang: number; oom: number; preempted: number; storage: number }) =>
   z
     .strictObject({
-      crash: natural().default(d.crash).describe('retries after the trainer exits with an error'),
-      hang: natural().default(d.hang).describe('retries after a hang: no progress for `stallTimeout`, or NCCL/watchdog timeouts in the log'),
-      oom: natural().default(d.oom).describe('retries after the GPU (or host) runs out of memory'),
-      preempted: natural().default(d.preempted).describe('retries after the node or the worker went away (SIGTERM, SIGKILL, a lost heartbeat)'),
+      crash: natural().default(d.crash).describe('crashes in a row without a new checkpoint that are retried: the trainer exits with an error'),
+      hang: natural().default(d.hang).describe('hangs in a row without a new checkpoint that are retried: no progress for `stallTimeout`, or NCCL/watchdog timeouts in the log'),
+      oom: natural().default(d.oom).describe('out-of-memory failures in a row without a new checkpoint that are retried: the GPU (or host) ran out of memory'),
+      preempted: natural()
+        .default(d.preempted)
+        .describe('preemptions in a row without a new checkpoint that are retried: the node or the worker went away (SIGTERM, SIGKILL, a lost heartbeat)'),
       storage: natural()
         .default(d.storage)
-        .describe('retries after the disk refused a write (full, read-only, over quota, permission); the pause before each doubles, up to 10 minutes'),
+        .describe('storage failures in a row without a new checkpoint that are retried: the disk refused a write (full, read-only, over quota, permission); the pause before each doubles, up to 10 minutes'),
     })
     .prefault({})
-    .describe('retries per failure class; `config` failures (bad arguments, missing files) are never retried');
+    .describe(
+      'retries per failure class, each counting failures in a row that came without a new complete checkpoint (a restart loop): a failure after a new checkpoint is retried and starts every count again; `config` failures (bad arguments, missing files) are never retried',
+    );
 
 /**
  * Defaults of the adaptive stall limits of a stage kind (src/activities/stall-policy.ts). Training steps are
