@@ -39,13 +39,16 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** cpt.warmup → sft.stage1 → sft.stage2 (crashes twice, budget 1: the run fails) → eval.x */
+/**
+ * cpt.warmup → sft.stage1 → sft.stage2 → eval.x. sft.stage2 crashes after checkpoint 6 (progress: retried), then
+ * again before its next checkpoint: with retries.crash 0 that restart loop fails the run.
+ */
 async function failingRun(name: string) {
   const runDir = tmpRunDir(env, name);
   const plan = fakePlan(runDir, name, [
     fakeStep({ id: 'cpt.warmup', runDir, iters: 6 }),
     fakeStep({ id: 'sft.stage1', runDir, iters: 4, dependsOn: ['cpt.warmup'] }),
-    fakeStep({ id: 'sft.stage2', runDir, iters: 12, saveInterval: 3, faults: ['crash@8', 'crash@9'], retries: { crash: 1 }, dependsOn: ['sft.stage1'] }),
+    fakeStep({ id: 'sft.stage2', runDir, iters: 12, saveInterval: 3, faults: ['crash@8', 'crash@9'], retries: { crash: 0 }, dependsOn: ['sft.stage1'] }),
     fakeStep({ id: 'eval.x', runDir, files: true, dependsOn: ['sft.stage2'] }),
   ]);
   const h = await startPlan(env, plan);

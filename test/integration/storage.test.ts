@@ -198,7 +198,11 @@ describe('storage faults', () => {
     const step = st.steps[0]!;
     expect(st.status).toBe('failed');
     expect(step.status).toBe('failed');
-    expect(step.failures).toMatchObject({ storage: 3 });
+    // The first failure came after a new checkpoint (10, or a later one saved before the watch stopped the trainer):
+    // progress, not counted against the budget; the three after it made none, a restart loop past retries.storage 2.
+    expect(step.failures).toMatchObject({ storage: 4 });
+    expect(step.failuresWithoutProgress).toEqual({ storage: 3 });
+    expect(st.message).toMatch(/\(restart loop: 3 consecutive storage failures without progress past checkpoint \d+; retries\.storage is 2\)$/);
     expect(step.lastFailure!.message).toMatch(/no longer holds this run's files \(plan\.json is gone\): it was removed or its file system is not mounted/);
     // The first attempt was stopped by the watch (the trainer itself may have recreated its save directory)...
     const history = JSON.stringify(await env.client.workflow.getHandle(stepWorkflowId(h.workflowId, 'cpt.stable')).fetchHistory());
