@@ -9,7 +9,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSyn
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Plan, PlanStep } from '../../src/plan/types.js';
+import type { Plan, PlanStep, StallSpec } from '../../src/plan/types.js';
 import type { RunStatus, StepState } from '../../src/plan/contracts.js';
 import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
 import { poolTaskQueue, ORCHESTRATOR_TASK_QUEUE } from '../../src/temporal/constants.js';
@@ -178,6 +178,8 @@ export interface FakeStepOptions {
   extraArgs?: string[];
   /** The step's stop command (stands in for `ray job stop`). */
   onStop?: string[];
+  /** Adaptive stall limits (absent: `stallTimeoutSec` throughout, as plans recorded before them). */
+  stall?: StallSpec;
   /** Environment of the trainer process. */
   env?: Record<string, string>;
   /** The step's log cap, MiB (left out: as a plan recorded before the setting). */
@@ -221,6 +223,7 @@ export function fakeStep(o: FakeStepOptions): PlanStep {
     checkpoint: { layout: 'megatron', dir: ckpt },
     completion: { kind: 'checkpoint', dir: ckpt, iteration: iters },
     stallTimeoutSec: o.stallTimeoutSec ?? 30, attemptTimeoutSec: 600, retries, summary: `fake trainer ${o.id}`,
+    ...(o.stall ? { stall: o.stall } : {}),
   };
 }
 
