@@ -1,10 +1,11 @@
 /** How `plan`, `status` and the supervisor's notes say a step's stall limits (activities/stall-policy.ts). */
 import type { StallSpec } from './types.js';
 
-/** The words `plan` and `status` show for a limit: `5m`, `90s`, `1h30m`. */
+/** The words `plan` and `status` show for a limit: `90s`, `3m20s`, `5m`, `1h30m`. */
 export function shortDuration(sec: number): string {
   const s = Math.round(sec);
   if (s < 120) return `${s}s`;
+  if (s < 600 && s % 60) return `${Math.floor(s / 60)}m${s % 60}s`;
   if (s % 3600 === 0) return `${s / 3600}h`;
   const m = Math.round(s / 60);
   if (m < 120) return `${m}m`;

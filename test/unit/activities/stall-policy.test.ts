@@ -133,6 +133,7 @@ describe('the rule of the gaps', () => {
 
   it('says the limits in words', () => {
     expect(shortDuration(90)).toBe('90s');
+    expect(shortDuration(200)).toBe('3m20s');
     expect(shortDuration(3600)).toBe('1h');
     expect(shortDuration(5400)).toBe('90m');
     expect(shortDuration(9000)).toBe('2h30m');

@@ -62,6 +62,14 @@ describe('status stepCells', () => {
     expect(stepCells({ ...warned, status: 'completed' }, now).at(-1)).toBe('');
   });
 
+  it('shows the stall limit a running trainer is held to, and its phase', () => {
+    const s = state({ status: 'running', attempts: 2, progress: progress({ iteration: 40, stallLimit: { phase: 'training', limitSec: 200 } }) });
+    expect(stepCells(s).at(-1)).toBe('stall limit 3m20s (training)');
+    const saving = state({ status: 'running', attempts: 1, progress: progress({ iteration: 100, stallLimit: { phase: 'saving', limitSec: 1800 } }) });
+    expect(stepCells(saving).at(-1)).toBe('stall limit 30m (saving)');
+    expect(stepCells({ ...saving, status: 'completed' }).at(-1)).toBe('');
+  });
+
   it.each(['completed', 'kept'] as const)('shows a %s step\'s final result, not its stale progress', (status) => {
     const s = state({ status, attempts: 1, progress: stale, result: result({ iteration: 4, loss: 1.23456 }) });
     expect(stepCells(s)).toEqual(['cpt.stable', status, '4/4', '1.235', '123 tok/s', '4', '1', '']);
