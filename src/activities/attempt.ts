@@ -4,10 +4,12 @@ import { ApplicationFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Progress } from '../plan/contracts.js';
-import { DEFAULT_LOG_MAX_MB, type PlanStep } from '../plan/types.js';
+import { DEFAULT_LOG_MAX_MB, type FailureClass, type PlanStep } from '../plan/types.js';
 import { errnoWords } from '../rundir/probe.js';
 import { logFile } from './step-files.js';
 import { StepLog } from './step-log.js';
+import { closeAttempt } from '../plan/goodput.js';
+import { newAttemptTime } from './time-ledger.js';
 import { newLaunchIds, type LaunchIds } from './trainer-process.js';
 
 export interface RunStepInput {
@@ -17,6 +19,8 @@ export interface RunStepInput {
   step: PlanStep;
   /** 1-based attempt number within the step (the workflow counts them). */
   attempt: number;
+  /** The highest iteration an earlier attempt reached: training up to it again is recomputed work (absent: none). */
+  redoUntil?: number | null;
 }
 
 export interface Attempt {
@@ -27,6 +31,8 @@ export interface Attempt {
   progress: Progress;
   /** ms since the epoch. */
   started: number;
+  /** When the supervisor decided to stop the trainer (a stall, a cancel, a vanished directory), ms; null: it did not. */
+  stoppedAt: number | null;
   ctx: Context;
   /** The step's log, rotated past its cap (`logs.maxMB`). */
   log: StepLog;
@@ -50,6 +56,8 @@ export function openAttempt(input: RunStepInput): Attempt {
   // A failed write calls back the writes queued behind it before the stream emits its error: wait for 'close',
   // which comes after 'error', so that `logError` is set once the flush resolves.
   const closed = () => new Promise<void>((resolve) => (log.closed ? resolve() : log.once('close', () => resolve())));
+  const ctx = Context.current();
+  const started = Date.now();
   const a: Attempt = {
     step,
     input,
@@ -65,9 +73,12 @@ export function openAttempt(input: RunStepInput): Attempt {
       attempt,
       pid: null,
       updatedAt: new Date().toISOString(),
+      // From the moment the attempt was scheduled: the time it waited for a worker to take it counts too.
+      time: newAttemptTime(attempt, Math.min(ctx.info.scheduledTimestampMs || started, started), started),
     },
-    started: Date.now(),
-    ctx: Context.current(),
+    started,
+    stoppedAt: null,
+    ctx,
     log,
     note: (msg: string) => {
       if (!log.destroyed) log.write(`[infir2 ${new Date().toISOString()}] ${msg}\n`);
@@ -81,8 +92,13 @@ export function openAttempt(input: RunStepInput): Attempt {
   return a;
 }
 
-/** The attempt's failure, typed by its class (the workflow's retry rule reads the type); config is final. */
-export function failure(a: Attempt, cls: string, reason: string): ApplicationFailure {
+/**
+ * The attempt's failure, typed by its class (the workflow's retry rule reads the type); config is final. Its
+ * details carry the attempt's progress, with its time closed here: the silence since the last progress is the
+ * failure's detection.
+ */
+export function failure(a: Attempt, cls: FailureClass, reason: string): ApplicationFailure {
+  if (a.progress.time) a.progress.time = closeAttempt(a.progress.time, Date.now(), cls, a.stoppedAt);
   const logLost = a.logError ? `; the step's log could not be written (${logFile(a.input.runDir, a.step.id)}: ${errnoWords(a.logError)})` : '';
   return ApplicationFailure.create({
     type: cls,

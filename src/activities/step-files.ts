@@ -10,6 +10,7 @@ import type { PlanStep } from '../plan/types.js';
 import { inspectCheckpointDir, type CheckpointInspection } from '../rundir/checkpoints.js';
 import { fingerprintOutputs } from '../rundir/outputs.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { closeAttempt } from '../plan/goodput.js';
 
 export function logFile(runDir: string, stepId: string): string {
   return join(runDir, 'logs', `${stepId}.log`);
@@ -63,6 +64,7 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
     durationSec: (Date.now() - started) / 1000,
     finishedAt: new Date().toISOString(),
     fingerprint: fingerprintOutputs(step),
+    ...(progress.time ? { time: closeAttempt(progress.time, Date.now(), null) } : {}),
   };
   const file = resultFile(runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });

@@ -15,6 +15,7 @@ import { parserFor } from './progress-parsers.js';
 import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Trainer } from './trainer-process.js';
 import { fixedStallSpec, newRhythm, observe, stallLimit } from './stall-policy.js';
+import { launched, observeTime } from './time-ledger.js';
 import { applyProgress, watchdogVerdict } from './watchdog.js';
 
 export type StopReason = 'stall' | 'cancel' | 'shutdown' | 'timeout' | 'vanished';
@@ -43,6 +44,8 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   // The stall limit follows the attempt's phase and rhythm (stall-policy.ts); a step without it has one limit.
   const stallSpec = step.stall ?? fixedStallSpec(step.stallTimeoutSec);
   const rhythm = newRhythm(Date.now());
+  if (progress.time) launched(progress.time, Date.now());
+  const redoUntil = a.input.redoUntil ?? null;
   const showLimit = () => {
     const { phase, limitSec } = stallLimit(stallSpec, rhythm);
     const changed = progress.stallLimit?.phase !== phase || progress.stallLimit?.limitSec !== Math.round(limitSec);
@@ -75,6 +78,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const stop = (why: StopReason) => {
     if (stopping) return;
     end.stoppedBy = why;
+    a.stoppedAt = Date.now();
     note(`stopping the process group ${pgid}: ${why === 'vanished' ? end.vanished : why}`);
     stopping = terminateGroup(pgid, opts.killGraceMs);
   };
@@ -87,7 +91,9 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     if (!ev) return;
     if (ev.exitingOnSigterm) end.sawSigtermExit = true;
     const { advanced, checkpointSaved } = applyProgress(progress, ev, step.progress.totalIterations);
-    observe(stallSpec, rhythm, ev, Date.now());
+    const now = Date.now();
+    observe(stallSpec, rhythm, ev, now);
+    if (progress.time) observeTime(progress.time, ev, now, redoUntil);
     const limitChanged = showLimit();
     if (checkpointSaved) signalWorkflow();
     if (advanced || limitChanged) beat();

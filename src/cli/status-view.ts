@@ -5,7 +5,8 @@
  */
 import type { RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
-import { formatScore, headlineScore, stepFigures, type StepFigures } from '../workflows/step-figures.js';
+import { TIME_CATEGORIES } from '../plan/goodput.js';
+import { formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
 
 function iterCell(f: StepFigures): string {
   return f.iteration === null ? '-' : `${f.iteration}/${f.total ?? '?'}`;
@@ -78,8 +79,23 @@ export function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
 }
 
-export function renderStatusTable(workflowId: string, st: RunStatus): string {
+/**
+ * Where the run's time went: its goodput line, then a row per step that ran with its goodput and seconds per
+ * category (a running attempt counted until `now`); '' before any step has run.
+ */
+export function renderTimeTable(st: RunStatus, now = Date.now()): string {
+  const run = runTimeFigures(st.steps, now);
+  if (!run) return '';
+  const rows = st.steps.flatMap((s) => {
+    const f = stepTimeFigures(s, now);
+    return f ? [[s.id, formatGoodput(f.goodput), ...TIME_CATEGORIES.map((c) => ((f.secs[c] ?? 0) >= 0.5 ? shortDuration(f.secs[c]!) : '-'))]] : [];
+  });
+  return `${goodputWords(run)}\n\n${table([['STEP', 'GOODPUT', ...TIME_CATEGORIES.map((c) => c.toUpperCase())], ...rows])}`;
+}
+
+export function renderStatusTable(workflowId: string, st: RunStatus, now = Date.now()): string {
   const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}`;
-  const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'NOTES'], ...st.steps.map(stepCells)];
-  return `${head}\n\n${table(rows)}`;
+  const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'NOTES'], ...st.steps.map((s) => stepCells(s, now))];
+  const time = renderTimeTable(st, now);
+  return `${head}\n\n${table(rows)}${time ? `\n\n${time}` : ''}`;
 }

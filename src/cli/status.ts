@@ -1,6 +1,7 @@
 /** `infir2 status <run> [--json]`: per-step status, iteration/total, loss, last complete checkpoint, attempts. */
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { renderStatusTable } from './status-view.js';
+import { runTimeFigures, stepTimeFigures } from '../workflows/step-figures.js';
 import type { RunStatus } from '../plan/contracts.js';
 import { withDiskCheckpoints } from '../rundir/disk-checkpoints.js';
 import { connectClient } from '../temporal/connection.js';
@@ -16,7 +17,8 @@ export async function run(argv: string[]): Promise<number> {
   try {
     const r = await resolveRun(client, ref!);
     const st = await withCheckpointsOnDisk(r, await runStatus(client, r, false));
-    process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st }, null, 2) + '\n' : renderStatusTable(r.workflowId, st) + '\n');
+    const now = Date.now();
+    process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st, goodput: goodputJson(st, now) }, null, 2) + '\n' : renderStatusTable(r.workflowId, st, now) + '\n');
     return 0;
   } finally {
     await connection.close();
@@ -35,4 +37,17 @@ export async function withCheckpointsOnDisk<T extends RunStatus & { workflowStat
   } catch {
     return st;
   }
+}
+
+/**
+ * `status --json`'s goodput: the run's figures and each step's (plan/goodput.ts GoodputFigures: goodput, seconds
+ * per category adding up to the total, seconds and GPU-hours lost per failure class), a running attempt counted
+ * until `now`. Each step's attempts, category by category, are in its `time`.
+ */
+function goodputJson(st: RunStatus, now: number) {
+  const steps = Object.fromEntries(st.steps.flatMap((s) => {
+    const f = stepTimeFigures(s, now);
+    return f ? [[s.id, f]] : [];
+  }));
+  return { run: runTimeFigures(st.steps, now), steps };
 }

@@ -4,6 +4,7 @@
  * empty step state, no imports but the Plan's types: the workflows, the activities, the client and the CLI all read it.
  * `workflows/definitions.ts` turns the names into Temporal query/signal definitions.
  */
+import type { AttemptTime, StepTime } from './goodput.js';
 import type { FailureClass } from './types.js';
 
 export type StepStatus = 'pending' | 'running' | 'completed' | 'kept' | 'failed' | 'cancelled' | 'skipped';
@@ -40,6 +41,8 @@ export interface Progress {
   warning?: string | null;
   /** The stall limit the trainer is held to now, and the phase it is in (activities/stall-policy.ts). */
   stallLimit?: { phase: 'startup' | 'saving' | 'evaluating' | 'training'; limitSec: number } | null;
+  /** Where this attempt's time has gone so far (activities/time-ledger.ts); closed in a failure's details. */
+  time?: AttemptTime | null;
 }
 
 export interface StepState {
@@ -62,6 +65,8 @@ export interface StepState {
   startedAt: string | null;
   endedAt: string | null;
   result: StepResult | null;
+  /** Where the step's time went, attempt by attempt (plan/goodput.ts); absent in states recorded before it. */
+  time?: StepTime;
 }
 
 /** A step before its first attempt: what the workflows start from and what a record without it shows. */
@@ -84,6 +89,8 @@ export interface StepResult {
   finishedAt: string;
   /** Digest of the outputs (paths, sizes, mtimes) when the step finished; `resume` keeps it only if unchanged. */
   fingerprint: string | null;
+  /** Where the successful attempt's time went (absent in results written before the accounting). */
+  time?: AttemptTime;
 }
 
 export interface RunStatus {

@@ -1,6 +1,7 @@
 /** Map a failed activity to a failure class, and read what the retry rule needs of it. Workflow-safe: @temporalio/workflow only. */
 import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
 import type { Progress } from '../plan/contracts.js';
+import { closeAttempt, type AttemptTime } from '../plan/goodput.js';
 import { FAILURE_CLASSES, type FailureClass } from '../plan/types.js';
 import type { FailureFacts } from './retry-rule.js';
 
@@ -43,4 +44,17 @@ function failureProgress(err: unknown): Progress | null {
   if (!(cause instanceof ApplicationFailure)) return null;
   const p: unknown = cause.details?.[0];
   return p && typeof p === 'object' && 'lastCheckpoint' in p ? (p as Progress) : null;
+}
+
+/**
+ * The failed attempt's time, closed at `now`: what its failure details carry (closed by the supervisor), else
+ * its last heartbeat (a lost worker: the silence since then is the time it took to notice), else a record of
+ * nothing but that silence since the attempt was scheduled.
+ */
+export function failedAttemptTime(err: unknown, attempt: number, scheduledAt: number, now: number, cls: FailureClass): AttemptTime {
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const details: unknown = cause instanceof ApplicationFailure ? cause.details?.[0] : cause instanceof TimeoutFailure ? cause.lastHeartbeatDetails : undefined;
+  const t = details && typeof details === 'object' ? (details as Progress).time : undefined;
+  const recorded = t && t.attempt === attempt ? t : null;
+  return closeAttempt(recorded ?? { attempt, scheduledAt, endedAt: null, attributedTo: scheduledAt, open: 'startup', secs: {}, lastIteration: null, failure: null }, now, cls);
 }

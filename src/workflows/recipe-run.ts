@@ -22,6 +22,7 @@ import {
 } from '@temporalio/workflow';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA, stepWorkflowId } from '../temporal/constants.js';
+import { withAttempt } from '../plan/goodput.js';
 import { initialStepState, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
 import { statusQuery, stepUpdateSignal } from './definitions.js';
 import { stageRun } from './stage-run.js';
@@ -123,6 +124,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
       (result) => {
         results[step.id] = result;
         Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt });
+        // The step's last update may come after its result (and is then ignored): its final attempt's time is here.
+        if (result.time) st.time = withAttempt(st.time ?? { gpus: step.gpus, attempts: [] }, result.time);
       },
       (err) => {
         if (isCancellation(err) || (err instanceof ChildWorkflowFailure && isCancellation(err.cause))) {

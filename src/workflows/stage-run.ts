@@ -21,9 +21,10 @@ import type { Activities } from '../activities/index.js';
 import type { PlanStep, RetryBudgets } from '../plan/types.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
-import { failureFacts } from './failures.js';
+import { failedAttemptTime, failureFacts } from './failures.js';
+import { highWater, withAttempt } from '../plan/goodput.js';
 import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
-import { stepTable } from './status-table.js';
+import { stepTable, timeTable } from './status-table.js';
 
 export interface StageRunInput {
   recipe: string;
@@ -57,10 +58,13 @@ function judge(state: StepState, facts: FailureFacts, budgets: RetryBudgets): Re
 export async function stageRun(input: StageRunInput): Promise<StepResult> {
   const { step } = input;
   const state: StepState = input.state ?? initialStepState(step.id);
+  // Where the step's time goes, attempt by attempt (plan/goodput.ts); a state from before the accounting starts it now.
+  state.time ??= { gpus: step.gpus, attempts: [] };
   const parent = workflowInfo().parent;
 
   const publish = (toParent: boolean) => {
-    setCurrentDetails(stepTable([state]));
+    const time = timeTable([state]);
+    setCurrentDetails(time ? `${stepTable([state])}\n\n${time}` : stepTable([state]));
     if (toParent && parent) {
       // Fire and forget: the parent learns the step's state; a lost update is repaired by the next one.
       getExternalWorkflowHandle(parent.workflowId, parent.runId)
@@ -93,8 +97,10 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     state.waiting = null;
     state.startedAt ??= new Date().toISOString();
     publish(true);
+    const scheduledAt = Date.now();
     try {
-      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts });
+      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time) });
+      if (result.time) state.time = withAttempt(state.time, result.time);
       state.status = 'completed';
       state.waiting = null;
       state.result = result;
@@ -110,6 +116,7 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
       }
       const { message, ...facts } = failureFacts(err, state.progress);
       const { cls } = facts;
+      state.time = withAttempt(state.time, failedAttemptTime(err, state.attempts, scheduledAt, Date.now(), cls));
       const v = judge(state, facts, step.retries);
       state.failures[cls] = (state.failures[cls] ?? 0) + 1;
       state.failuresWithoutProgress = v.memory.streaks;

@@ -10,7 +10,9 @@
  * fraction. As plain text a no-break space reads as a space.
  */
 import type { RunStatus, StepState } from '../plan/contracts.js';
-import { formatScore, stepFigures } from './step-figures.js';
+import { TIME_CATEGORIES } from '../plan/goodput.js';
+import { shortDuration } from '../plan/stall-words.js';
+import { formatGoodput, formatScore, goodputWords, runTimeFigures, stepFigures, stepTimeFigures } from './step-figures.js';
 
 const ICON: Record<StepState['status'], string> = {
   pending: '·',
@@ -91,7 +93,30 @@ export function stepTable(steps: StepState[]): string {
   return mdTable(HEADER, ALIGN, steps.map(stepCells));
 }
 
+/**
+ * Where each step's time went (plan/goodput.ts), one row per step that ran: its goodput and seconds per
+ * category, from its finished attempts (a workflow reads no clock, so a running attempt shows once it ends).
+ * Empty when no step has run.
+ */
+export function timeTable(steps: StepState[]): string {
+  const rows = steps.flatMap((s) => {
+    const f = stepTimeFigures(s);
+    if (!f) return [];
+    return [[s.id, formatGoodput(f.goodput, NBSP), ...TIME_CATEGORIES.map((c) => ((f.secs[c] ?? 0) >= 0.5 ? shortDuration(f.secs[c]!) : ''))]];
+  });
+  if (!rows.length) return '';
+  return mdTable(['step', 'goodput', ...TIME_CATEGORIES], ['left', 'right', ...TIME_CATEGORIES.map((): Align => 'right')], rows);
+}
+
+/** The run's goodput line (plan/goodput.ts), or '' before any step has run. */
+export function goodputLine(steps: StepState[]): string {
+  const f = runTimeFigures(steps);
+  return f ? goodputWords(f, NBSP) : '';
+}
+
 export function statusMarkdown(run: RunStatus): string {
   const head = `**${run.recipe}** run \`${run.runId}\` — ${run.status}${run.message ? `: ${run.message}` : ''}`;
-  return `${head}\n\n${stepTable(run.steps)}`;
+  const time = timeTable(run.steps);
+  const parts = [head, stepTable(run.steps), ...(time ? [`**time** — ${goodputLine(run.steps)}`, time] : [])];
+  return parts.join('\n\n');
 }
