@@ -7,11 +7,16 @@
  *  3. recovery after a worker SIGKILL: kill → the resumed trainer's first iteration, with a 10 s heartbeat timeout
  *  4. hang detection: the hung trainer's last iteration → the supervisor's kill, and → the resumed trainer's
  *     first iteration, with a 5 s stall timeout
+ *  5. the default adaptive stall limits (a recipe with no stallTimeout; the 7B CPT and RL steps'): a hang of 1 s
+ *     iterations, and the longest silences of healthy stand-ins (a 90 s checkpoint load, 20 s saves, 5–60 s
+ *     rollouts) with the limit in force at the time
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PlanStep } from '../src/plan/types.js';
+import { compilePlan } from '../src/plan/compile.js';
+import type { PlanStep, StallSpec } from '../src/plan/types.js';
+import { loadRecipe } from '../src/recipe/load.js';
 import { fakePlan, fakeStep, journal, PYTHON, ROOT, setupEnv, startPlan, waitFor, type Env } from '../test/integration/harness.js';
 
 const STAMP = join(ROOT, 'bench', 'fixtures', 'stamp_step.py');
@@ -100,6 +105,37 @@ async function hangDetection(env: Env): Promise<void> {
   console.log(`hang detection: killed ${killed.toFixed(1)} s after the last iteration, resumed trainer's first iteration at ${resumed.toFixed(1)} s (stall timeout ${stall} s; target ≤ ${stall + 5} s to the kill)`);
 }
 
+/** The longest silence between two progress lines of a step's log, seconds (its trainer's own timestamps, to the second). */
+function longestSilence(runDir: string, stepId: string): number {
+  const stamps = [...readFileSync(join(runDir, 'logs', `${stepId}.log`), 'utf8').matchAll(/\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration/g)].map((m) => new Date(m[1]!.replace(' ', 'T')).getTime());
+  return Math.max(0, ...stamps.slice(1).map((t, i) => (t - stamps[i]!) / 1000));
+}
+
+async function defaultStallLimits(env: Env): Promise<void> {
+  const plan7b = compilePlan((await loadRecipe(join(ROOT, 'recipes', 'qwen2.5-7b-fp8.yaml'))).recipe, { runId: 'x' });
+  const spec = (id: string) => plan7b.steps.find((s) => s.id === id)!.stall!;
+  const runDir = join(env.dir, 'runs', 'adaptive');
+  const step = (o: Omit<Parameters<typeof fakeStep>[0], 'runDir'>, s: StallSpec) =>
+    fakeStep({ ...o, runDir, stall: { ...s, saveEvery: o.saveInterval ?? 3, evalEvery: null }, stallTimeoutSec: s.capSec });
+  const h = await startPlan(env, fakePlan(runDir, 'adaptive', [
+    step({ id: 'cpt.hang', iters: 30, saveInterval: 10, sleep: 1, faults: ['hang@20'] }, spec('cpt.stable')),
+    step({ id: 'cpt.load', iters: 12, saveInterval: 3, sleep: 1, faults: ['crash@8'], extraArgs: ['--load-sleep', '90'] }, spec('cpt.stable')),
+    step({ id: 'cpt.save', iters: 10, saveInterval: 6, sleep: 1, extraArgs: ['--save-sleep', '20'] }, spec('cpt.stable')),
+    step({ id: 'rl.rollouts', iters: 4, saveInterval: 2, extraArgs: ['--sleep-cycle', '5,60,10,25'] }, spec('rl.stage1')),
+  ]));
+  await waitFor('cpt.hang at iteration 19', () => journal(runDir, 'cpt.hang').some((e) => e.iteration === 19), 120_000);
+  const hungAt = Date.now();
+  await waitFor('the stall kill', () => /stopping the process group \d+: stall/.test(readFileSync(join(runDir, 'logs', 'cpt.hang.log'), 'utf8')), 120_000);
+  const killed = (Date.now() - hungAt) / 1000;
+  const res = (await h.result()) as { status: { steps: { id: string; failures: Record<string, number> }[] } };
+  const hangs = (id: string) => res.status.steps.find((s) => s.id === id)!.failures.hang ?? 0;
+  console.log(`default stall limits (no stallTimeout; 7B CPT: max(20 s, 10 × p95 gap), RL: max(10 m, 3 × longest gap)):`);
+  console.log(`  hang of 1 s iterations: killed ${killed.toFixed(1)} s after its last iteration (goal ≤ 30 s)`);
+  for (const [id, what] of [['cpt.load', 'a silent 90 s checkpoint load'], ['cpt.save', 'silent 20 s saves'], ['rl.rollouts', '5–60 s rollouts']] as const) {
+    console.log(`  ${what}: longest silence ${longestSilence(runDir, id).toFixed(0)} s, hangs declared ${hangs(id)} (goal 0)`);
+  }
+}
+
 const env = await setupEnv('bench');
 try {
   await env.startWorker();
@@ -107,6 +143,7 @@ try {
   await overhead(env);
   await recovery(env);
   await hangDetection(env);
+  await defaultStallLimits(env);
 } finally {
   await env.teardown();
 }

@@ -4,6 +4,7 @@
 #   - the Temporal server (`temporal-server`) and its SQL schema tool (`temporal-sql-tool`) of exactly the release
 #     docker-compose.yml pins (`temporalio/server:X.Y.Z`), built from the Go module go.temporal.io/server@vX.Y.Z;
 #   - that release's PostgreSQL schema (schema/postgresql/v12, what admin-tools ships in /etc/temporal/schema);
+#   - the Web UI server of the release it pins (`temporalio/ui:X.Y.Z`), from github.com/temporalio/ui-server/v2@vX.Y.Z;
 #   - Debian's PostgreSQL server (initdb, pg_ctl).
 # Everything lands in ${INFIR2_CACHE:-$HOME/.cache/infir2}, outside the repository: the first run downloads about
 # 1.5 GB of Go modules and compiles for minutes; a second run finds the stamp and takes a second.
@@ -93,6 +94,28 @@ fi
 built_version=$("$bin/temporal-server" --version 2>&1 | awk '{print $NF}') || die "$bin/temporal-server does not run"
 [ "$built_version" = "$version" ] || die "$bin/temporal-server says it is $built_version, docker-compose.yml pins $version"
 
+# 3b. The Web UI server of the release docker-compose.yml pins (`temporalio/ui:X.Y.Z`): the module
+#     github.com/temporalio/ui-server/v2@vX.Y.Z carries the built UI (embedded) and the image's config template
+#     (config/docker.yaml, rendered from the service's environment as the image does).
+ui_version=$(sed -n 's#^[[:space:]]*image:[[:space:]]*temporalio/ui:\([0-9][0-9.]*\)[[:space:]]*$#\1#p' docker-compose.yml | head -n 1)
+[ -n "$ui_version" ] || die "no 'image: temporalio/ui:X.Y.Z' line in docker-compose.yml"
+ui_dir="$cache/temporal-ui-$ui_version"
+ui_want="github.com/temporalio/ui-server/v2@v$ui_version CGO_ENABLED=0"
+if [ -x "$ui_dir/bin/ui-server" ] && [ -f "$ui_dir/config/docker.yaml" ] && [ "$(cat "$ui_dir/.stamp" 2>/dev/null)" = "$ui_want" ]; then
+  say "Temporal Web UI $ui_version: built ($ui_dir/bin)"
+else
+  export GOMODCACHE="$cache/go/mod" GOCACHE="$cache/go/build" GOFLAGS=-modcacherw CGO_ENABLED=0
+  say "building the Temporal Web UI server $ui_version from Go modules"
+  ui_src=$("$go" mod download -json "github.com/temporalio/ui-server/v2@v$ui_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [ -d "$ui_src/cmd/server" ] && [ -f "$ui_src/config/docker.yaml" ] || die "github.com/temporalio/ui-server/v2@v$ui_version has no cmd/server or config/docker.yaml (in $ui_src)"
+  rm -rf "$ui_dir.new" && mkdir -p "$ui_dir.new/bin"
+  (cd "$ui_src" && "$go" build -o "$ui_dir.new/bin/ui-server" ./cmd/server)
+  cp -R "$ui_src/config" "$ui_dir.new/config" && chmod -R u+w,go+rX "$ui_dir.new/config"
+  echo "$ui_want" > "$ui_dir.new/.stamp"
+  rm -rf "$ui_dir" && mv "$ui_dir.new" "$ui_dir"
+  say "built the Web UI server in $(( $(date +%s) - t0 ))s: $ui_dir/bin/ui-server"
+fi
+
 # 4. The manifest the harness reads (rewritten each time: PostgreSQL may have been upgraded since the build).
 temporal_cli="$root/.venv/bin/temporal"
 [ -x "$temporal_cli" ] || say "warning: no Temporal CLI at $temporal_cli (setup-temporal.sh needs it): run make setup"
@@ -103,8 +126,11 @@ cat > "$manifest.tmp" <<EOF
   "sqlTool": "$bin/temporal-sql-tool",
   "schemaDir": "$schema",
   "pgBin": "$pgbin",
-  "pgVersion": "$pg_version"
+  "pgVersion": "$pg_version",
+  "uiVersion": "$ui_version",
+  "uiServer": "$ui_dir/bin/ui-server",
+  "uiRoot": "$ui_dir"
 }
 EOF
 mv "$manifest.tmp" "$manifest"
-say "ready in $(( $(date +%s) - t0 ))s: Temporal server $version, PostgreSQL $pg_version ($pgbin); manifest $manifest"
+say "ready in $(( $(date +%s) - t0 ))s: Temporal server $version, Web UI $ui_version, PostgreSQL $pg_version ($pgbin); manifest $manifest"

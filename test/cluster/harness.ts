@@ -90,6 +90,10 @@ export interface ClusterManifest {
   schemaDir: string;
   pgBin: string;
   pgVersion: string;
+  /** The Web UI server of the release the compose file pins (`temporalio/ui`), and the root holding its config/. */
+  uiVersion: string;
+  uiServer: string;
+  uiRoot: string;
 }
 
 export const CACHE_DIR = process.env.INFIR2_CACHE ?? join(homedir(), '.cache', 'infir2');
@@ -102,7 +106,7 @@ export function clusterManifest(): { manifest: ClusterManifest; missing: null } 
   const missing = (why: string) => ({ manifest: null, missing: `${why}: run \`make setup-cluster\`` });
   if (!existsSync(file)) return missing(`no Temporal server ${version} built in ${CACHE_DIR}`);
   const m = JSON.parse(readFileSync(file, 'utf8')) as ClusterManifest;
-  for (const f of [m.server, m.sqlTool, join(m.pgBin, 'initdb'), join(m.pgBin, 'pg_ctl'), join(m.schemaDir, 'temporal', 'versioned')]) {
+  for (const f of [m.server, m.sqlTool, join(m.pgBin, 'initdb'), join(m.pgBin, 'pg_ctl'), join(m.schemaDir, 'temporal', 'versioned'), m.uiServer ?? 'no Web UI server', join(m.uiRoot ?? '', 'config', 'docker.yaml')]) {
     if (!existsSync(f)) return missing(`${f} is missing`);
   }
   if (!existsSync(TEMPORAL_CLI)) return { manifest: null, missing: `no Temporal CLI at ${TEMPORAL_CLI}: run \`make setup\`` };
@@ -305,6 +309,12 @@ export interface ClusterEnv {
   restartPostgres(): Promise<void>;
   /** Environment for `node bin/infir2.js <verb>` against this server. */
   cliEnv(): NodeJS.ProcessEnv;
+  /**
+   * The compose file's `ui` service: the pinned Web UI server, `ui-server --env docker start` as the image runs
+   * it, its config template rendered from the service's environment (the server's address and a free port here).
+   * Resolves with its URL once it answers.
+   */
+  startUi(): Promise<string>;
   teardown(): Promise<void>;
 }
 
@@ -433,6 +443,7 @@ async function startCluster(
   const connection = await Connection.connect({ address });
   const client = new Client({ connection, namespace });
   const outputs = new WeakMap<ChildProcess, () => string>();
+  const uiPids: number[] = [];
 
   const env: ClusterEnv = {
     dir,
@@ -482,7 +493,23 @@ async function startCluster(
     async restartPostgres() {
       await postgres.restart();
     },
+    async startUi() {
+      const port = await freePort();
+      const uiDir = join(dir, 'ui');
+      mkdirSync(uiDir, { recursive: true });
+      const uiEnv = containerEnv({ ...composeEnv('ui'), TEMPORAL_ADDRESS: address, TEMPORAL_UI_PORT: String(port) }, '/usr/bin:/bin');
+      const child = spawnDaemon(manifest.uiServer, ['--root', manifest.uiRoot, '--env', 'docker', 'start'], join(uiDir, 'ui-server.log'), uiEnv, uiDir);
+      const pid = child.pid;
+      if (pid === undefined) throw new Error(`could not start ${manifest.uiServer}`);
+      uiPids.push(pid);
+      cleanups.push(() => {
+        if (groupAlive(pid)) process.kill(-pid, 'SIGKILL');
+      });
+      await waitFor('the Web UI port', () => portOpen('127.0.0.1', port), 30_000);
+      return `http://127.0.0.1:${port}`;
+    },
     async teardown() {
+      for (const pid of uiPids) if (groupAlive(pid)) await terminateGroup(pid, 5_000);
       for (const w of env.workers) if (w.pid && groupAlive(w.pid)) await terminateGroup(w.pid, 10_000);
       await connection.close();
       if (groupAlive(server.pid)) await terminateGroup(server.pid, 15_000);

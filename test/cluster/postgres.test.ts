@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import { poolTaskQueue, SEARCH_ATTRIBUTE_FLAGS } from '../../src/temporal/constants.js';
 import { fakePlan, fakeStep, journal, processesMentioning, recomputed, ROOT, sleep, startPlan, tmpRunDir, waitFor } from '../integration/harness.js';
+import { HAVE_CHROMIUM, OUT, openLocalPage, UI_TIMEOUT } from '../e2e/browser.js';
 import { clusterManifest, jobScript, secondsSince, setupCluster, type ClusterEnv } from './harness.js';
 
 const prereq = clusterManifest();
@@ -90,6 +91,8 @@ async function expectCleanCompletion(env: ClusterEnv, h: { result(): Promise<unk
 describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} on PostgreSQL ${prereq.manifest?.pgVersion}`, () => {
   let env: ClusterEnv;
   let worker: ChildProcess;
+  /** The first test's run, which the Web UI test looks for. */
+  let happyRun = '';
 
   beforeAll(async () => {
     const t0 = Date.now();
@@ -133,6 +136,32 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     expect(cli.status, cli.stderr).toBe(0);
     const runs = JSON.parse(cli.stdout) as { workflowId: string; recipe: string; runId: string; precision: string; status: string }[];
     expect(runs.find((r) => r.workflowId === h.workflowId)).toMatchObject({ recipe: 'fake', runId: 'happy', precision: 'fp8', status: 'completed' });
+    happyRun = h.workflowId;
+  });
+
+  it.skipIf(!HAVE_CHROMIUM)(`the compose file's Web UI (temporalio/ui ${prereq.manifest?.uiVersion}) lists the run and filters by infir2's search attributes on PostgreSQL`, async () => {
+    expect(happyRun, 'the run of the first test').toBeTruthy();
+    const ui = await env.startUi();
+    const { browser, page } = await openLocalPage();
+    try {
+      const list = async (query: string) => page.goto(`${ui}/namespaces/${env.namespace}/workflows?query=${encodeURIComponent(query)}`, { waitUntil: 'networkidle', timeout: UI_TIMEOUT });
+      const idLink = (id: string) => page.getByRole('link', { name: id, exact: true });
+      await list(`RecipeName = 'fake' AND RecipeRunId = 'happy'`);
+      await idLink(happyRun).waitFor();
+      await idLink(`${happyRun}/eval.b`).waitFor();
+      await page.screenshot({ path: join(OUT, 'cluster-webui-filtered.png'), fullPage: true });
+      // The KeywordList attribute finds one step's workflow, not its siblings or the run.
+      await list(`RecipeRunId = 'happy' AND Stage = 'sft.stage1'`);
+      await idLink(`${happyRun}/sft.stage1`).waitFor();
+      expect(await idLink(`${happyRun}/cpt.warmup`).count()).toBe(0);
+      expect(await idLink(happyRun).count()).toBe(0);
+      // A filter that matches nothing shows nothing of the run.
+      await list(`RecipeName = 'other'`);
+      await page.getByText(/no workflows/i).first().waitFor();
+      expect(await idLink(happyRun).count()).toBe(0);
+    } finally {
+      await browser.close();
+    }
   });
 
   it('hands one step to the next in about a second when nothing fails (the baseline for the recovery times)', async () => {
