@@ -9,6 +9,7 @@ import os
 import sys
 
 from .runtime import TrainerError
+from . import distributed
 
 
 class UsageError(Exception):
@@ -286,7 +287,13 @@ def validate(args):
                              "each other")
         if args.ckpt_step is not None and not args.load:
             raise UsageError("--ckpt-step needs --load")
+    world = distributed.env_world()
+    if world.parallel and cmd != "pretrain":
+        raise UsageError(f"{cmd}: data parallel (WORLD_SIZE={world.size}) is implemented for pretrain only")
     if cmd == "pretrain":
+        if world.parallel and args.global_batch_size % (args.micro_batch_size * world.size):
+            raise UsageError(f"--global-batch-size must be a multiple of --micro-batch-size × the data-parallel "
+                             f"size ({args.micro_batch_size} × WORLD_SIZE {world.size})")
         if len(args.data_path) != 1:  # Megatron allows weighted blends; one file is all the local trainer needs
             raise UsageError("--data-path: give one .jsonl file")
         args.data_path = args.data_path[0]
@@ -375,7 +382,11 @@ def dispatch(args) -> int:
             raise TrainerError(str(e)) from None
     if cmd == "pretrain":
         from . import train_pretrain
-        train_pretrain.run(args, device)
+        device = distributed.init(device)
+        try:
+            train_pretrain.run(args, device)
+        finally:
+            distributed.shutdown()
     elif cmd == "sft":
         from . import train_sft
         train_sft.run(args, device)

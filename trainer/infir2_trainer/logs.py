@@ -14,8 +14,18 @@ def now() -> str:
     return datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
 
 
+_quiet = False
+
+
+def set_quiet(quiet: bool):
+    """Ranks other than 0 of a data-parallel run print nothing but errors (Megatron's print_rank_0)."""
+    global _quiet
+    _quiet = quiet
+
+
 def log(msg: str = ""):
-    print(msg, flush=True)
+    if not _quiet:
+        print(msg, flush=True)
 
 
 def print_datetime(what: str):
@@ -23,7 +33,8 @@ def print_datetime(what: str):
 
 
 def warn(msg: str):
-    print(msg, file=sys.stderr, flush=True)
+    if not _quiet:
+        print(msg, file=sys.stderr, flush=True)
 
 
 def training_log(iteration, train_iters, consumed_samples, elapsed_ms, tflops, lr, global_batch_size, losses,

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from . import data as data_mod
+from . import distributed as dp
 from .logs import log, validation_log
 from .model import token_logprobs
 from .runtime import TrainerError, seed_all
@@ -117,12 +118,14 @@ def run(args, device):
     def step():
         model.train()
         optimizer.zero_grad(set_to_none=True)
-        total = 0.0
-        for m in range(n_micro):
+        total = torch.zeros((), dtype=torch.float64, device=device)
+        # Data parallel: this rank's share of the global batch; the all-reduce adds the other ranks' gradients.
+        for m in dp.my_micro_batches(n_micro):
             loss = lm_loss(model, data.batch(state.consumed + m * mbs, mbs), device) / n_micro
             loss.backward()
             total += loss.detach().double()  # one device sync per step, not per micro-batch
-        total = float(total)
+        dp.all_reduce_grads(model)
+        total = float(dp.sum_over_ranks(total))
         if total != total or total in (float("inf"), float("-inf")):
             optimizer.zero_grad(set_to_none=True)
             scheduler.step(gbs)  # Megatron counts a skipped iteration but still advances

@@ -9,6 +9,7 @@ import torch
 
 from . import checkpoint as ckpt
 from .fp8 import Precision
+from . import distributed as dp
 from .logs import log, print_datetime, training_log, warn
 from .model import GPTModel, ModelConfig
 from .runtime import TrainerError, exit_signal, rng_state, set_rng_state
@@ -144,7 +145,11 @@ def save_checkpoint(args, stage: str, state: State, model, optimizer, scheduler)
         "args": {k: v for k, v in vars(args).items() if isinstance(v, (int, float, str, bool, type(None)))},
     }
     model_state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    ckpt.save(args.save, state.iteration, common, model_state, optimizer.state_dict(), log=log)
+    # Data parallel: every rank has finished the iteration before rank 0 writes, and waits until it has written.
+    dp.barrier()
+    if dp.world().main:
+        ckpt.save(args.save, state.iteration, common, model_state, optimizer.state_dict(), log=log)
+    dp.barrier()
 
 
 def load_model_config(common: dict, where: str) -> ModelConfig:
@@ -284,8 +289,8 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
                 memory_reported = True
         if on_eval is not None and args.eval_interval and state.iteration % args.eval_interval == 0:
             on_eval(state.iteration)
-        # megatron/training/training.py::checkpoint_and_decide_exit
-        if signals.received:
+        # megatron/training/training.py::checkpoint_and_decide_exit; a SIGTERM that reached any rank stops them all
+        if dp.any_rank(signals.received):
             save()
             print_datetime("exiting program after receiving SIGTERM.")
             return "sigterm"
