@@ -17,9 +17,23 @@ export interface LocalContext {
   fp8BlockSize: number;
   stepDir: string;
   env: Record<string, string>;
+  /** GPUs the step holds on its node: none on a CPU pool, one for a single process, one per rank under torchrun. */
+  gpus: number;
+  nodes: number;
+  /**
+   * The distributed launcher in front of the trainer (torchrun, or srun + torchrun) on a torchrun or slurm pool;
+   * absent: the trainer is one process.
+   */
+  launch?: string[];
 }
 
-const trainer = (c: LocalContext, sub: string) => [c.python, join(c.projectRoot, 'trainer', 'main.py'), sub];
+/** `--no_python`: torchrun runs the interpreter the plan names, not the `python` first on its PATH. */
+const trainer = (c: LocalContext, sub: string) => [
+  ...(c.launch ? [...c.launch, '--no_python'] : []),
+  c.python,
+  join(c.projectRoot, 'trainer', 'main.py'),
+  sub,
+];
 
 /** FP8 is on when `--fp8-format` is given; `--fp8-block-size` is the local trainer's own. */
 function precisionArgs(c: LocalContext): string[] {
@@ -77,8 +91,8 @@ export function cptPhaseStep(c: LocalContext, phase: CptPhase, cpt: CptConfig, a
     ...checkpointStep(c, [...head, ...loadArgs(phase.first), ...tail], [...head, ...loadArgs(phase.resume), ...tail], phase.saveDir, phase.end),
     inputs: { data: cpt.data, ...(phase.first.load !== phase.saveDir ? { load: phase.first.load } : {}), ...(phase.first.pretrained ? { pretrained: phase.first.pretrained } : {}) },
     outputs: { checkpointDir: phase.saveDir },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: phaseSummary(phase, cpt),
   };
 }
@@ -118,8 +132,8 @@ export function sftStep(c: LocalContext, s: LocalSftSpec): StepBody {
     ...checkpointStep(c, argv, argv, s.saveDir, s.steps),
     inputs: { refLoad: s.refLoad, data: st.data },
     outputs: { checkpointDir: s.saveDir },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: `SFT (local): ${st.epochs} epoch(s) of ${st.samples} samples = ${s.steps} steps, LR ${st.lr}`,
   };
 }
@@ -164,8 +178,8 @@ export function rlStep(c: LocalContext, s: LocalRlSpec): StepBody {
     ...checkpointStep(c, argv, argv, s.saveDir, k.rollouts),
     inputs: { hfCheckpoint: s.hfCheckpoint, refLoad: s.refLoad, data: rl.data },
     outputs: { checkpointDir: s.saveDir },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: `RL (local GRPO): ${k.rollouts} rollouts of ${rl.rolloutBatchSize}×${rl.samplesPerPrompt}, responses ≤ ${k.maxResponseLen} tokens at T=${k.temperature}`,
   };
 }
@@ -179,8 +193,8 @@ export function hfExportStep(c: LocalContext, iterDir: string, outDir: string, v
     completion: { kind: 'files', paths: [join(outDir, 'config.json'), join(outDir, 'model.safetensors')] },
     inputs: { checkpoint: iterDir },
     outputs: { hfDir: outDir },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: `export ${what} to HF safetensors (local)`,
   };
 }
@@ -198,8 +212,8 @@ export function fp8CastStep(c: LocalContext, inDir: string, outDir: string, bloc
     completion: { kind: 'files', paths: [join(outDir, 'config.json'), join(outDir, 'model.safetensors')] },
     inputs: { hf: inDir },
     outputs: { hfDir: outDir },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: `cast to FP8 E4M3 (local), ${blockSize}×${blockSize} blocks, ${pow2 ? 'power-of-2' : 'FP32'} scales, fmt e4m3`,
   };
 }
@@ -229,8 +243,8 @@ export function evalStep(c: LocalContext, benchmarkName: string, b: Benchmark, m
     completion: { kind: 'files', paths: [report] },
     inputs: { model: modelPath, ...(b.data ? { data: b.data } : {}) },
     outputs: { report },
-    gpus: 0,
-    nodes: 1,
+    gpus: c.gpus,
+    nodes: c.nodes,
     summary: `evaluate ${what} on ${benchmarkName} (local): avg@${b.samples}, T=${b.temperature}, ≤ ${b.maxTokens} tokens`,
   };
 }

@@ -13,6 +13,9 @@ import type { CptPhase, StepBody } from '../backends/types.js';
 import type { Arch, Benchmark, ConvertConfig, CptConfig, EvalConfig, EvalModel, Pool, Recipe, RlConfig, SftStage } from '../recipe/schema.js';
 import type { RunLayout } from './layout.js';
 
+/** Where a local step runs: its stage's pool and size. */
+export type LocalStage = { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined };
+
 /** What the compiler offers a builder: the recipe, the run's layout, and the shared pieces of a command. */
 export interface BuildContext {
   readonly r: Recipe;
@@ -20,7 +23,11 @@ export interface BuildContext {
   readonly runId: string;
   /** Where `trainer/` and `src/backends/tools/` live. */
   readonly root: string;
-  localCtx(stepId: string, env: Record<string, string>): local.LocalContext;
+  /**
+   * The local trainer's context. `dataParallel` (pretraining, the one data-parallel stage of the local trainer):
+   * on a torchrun or slurm pool the trainer starts under that launcher, one process per rank.
+   */
+  localCtx(stepId: string, env: Record<string, string>, stage: LocalStage, dataParallel?: boolean): local.LocalContext;
   size(stage: { pool: string; nodes?: number | undefined; gpusPerNode?: number | undefined }): { pool: Pool; nodes: number; gpusPerNode: number };
   /** The model's architecture with a stage's overrides. */
   archFor(override: Partial<Arch> | undefined): Arch;
@@ -70,17 +77,17 @@ export const BUILD = {
         stepDir: cx.layout.stepDir(phase.id),
         wandbExpName: `${cx.r.name}-${phase.id}`,
       }),
-    local: (cx, { phase, cpt }) => local.cptPhaseStep(cx.localCtx(phase.id, cpt.env), phase, cpt, cx.r.model.arch),
+    local: (cx, { phase, cpt }) => local.cptPhaseStep(cx.localCtx(phase.id, cpt.env, cpt, true), phase, cpt, cx.r.model.arch),
   },
   sft: {
     slime: (cx, { id, stage, refLoad, saveDir, steps }) =>
       slime.sftStep({ ...slimeCommon(cx, id, stage, stage.hfCheckpoint ?? cx.r.model.hf ?? '', refLoad, saveDir, stage.wandbGroup), stage, rollouts: steps }),
-    local: (cx, { id, stage, refLoad, saveDir, steps }) => local.sftStep(cx.localCtx(id, stage.env), { stage, refLoad, saveDir, steps }),
+    local: (cx, { id, stage, refLoad, saveDir, steps }) => local.sftStep(cx.localCtx(id, stage.env, stage), { stage, refLoad, saveDir, steps }),
   },
   hfExport: {
     convert: (cx, { id, convert: c, iterDir, outDir, what, arch }) =>
       convert.hfExportStep({ stepDir: cx.layout.stepDir(id), software: cx.r.software, iterDir, outDir, originHf: cx.r.model.hf ?? '', vocabSize: c.vocabSize ?? cx.archFor(arch).vocabSize, what }),
-    local: (cx, { id, convert: c, iterDir, outDir, what }) => local.hfExportStep(cx.localCtx(id, c.env), iterDir, outDir, c.vocabSize, what),
+    local: (cx, { id, convert: c, iterDir, outDir, what }) => local.hfExportStep(cx.localCtx(id, c.env, c), iterDir, outDir, c.vocabSize, what),
   },
   fp8Cast: {
     convert: (cx, { convert: c, inDir, outDir }) =>
@@ -94,13 +101,13 @@ export const BUILD = {
         fmt: c.fp8.fmt === 'none' ? null : c.fp8.fmt,
         blockSize: c.fp8.blockSize,
       }),
-    local: (cx, { convert: c, inDir, outDir }) => local.fp8CastStep(cx.localCtx('convert.fp8', c.env), inDir, outDir, c.fp8.blockSize, c.fp8.pow2Scales),
+    local: (cx, { convert: c, inDir, outDir }) => local.fp8CastStep(cx.localCtx('convert.fp8', c.env, c), inDir, outDir, c.fp8.blockSize, c.fp8.pow2Scales),
   },
   rl: {
     // Stage k > 1 starts from stage k − 1's checkpoints (docs/RL.md).
     slime: (cx, { id, rl, curriculum, hfCheckpoint, refLoad, saveDir }) =>
       slime.rlStep({ ...slimeCommon(cx, id, rl, hfCheckpoint, refLoad, saveDir, curriculum.wandbGroup), rl, curriculum }),
-    local: (cx, { id, rl, curriculum, hfCheckpoint, refLoad, saveDir }) => local.rlStep(cx.localCtx(id, rl.env), { rl, curriculum, hfCheckpoint, refLoad, saveDir }),
+    local: (cx, { id, rl, curriculum, hfCheckpoint, refLoad, saveDir }) => local.rlStep(cx.localCtx(id, rl.env, rl), { rl, curriculum, hfCheckpoint, refLoad, saveDir }),
   },
   eval: {
     evalscope: (cx, { id, eval: ev, model, name, benchmark, modelDir, what, index }) =>
@@ -116,7 +123,7 @@ export const BUILD = {
         port: ev.server.port + index,
         what,
       }),
-    local: (cx, { id, eval: ev, name, benchmark, modelDir, what }) => local.evalStep(cx.localCtx(id, ev.env), name, benchmark, modelDir, what),
+    local: (cx, { id, eval: ev, name, benchmark, modelDir, what }) => local.evalStep(cx.localCtx(id, ev.env, ev), name, benchmark, modelDir, what),
   },
 } satisfies {
   cpt: Record<CptConfig['backend'], Build<CptIn>>;

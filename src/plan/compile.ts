@@ -6,13 +6,14 @@
 import { isAbsolute, join } from 'node:path';
 import { iterDirName } from '../backends/argv.js';
 import type * as local from '../backends/local.js';
+import { distributedLauncher, torchLaunch } from '../backends/launch.js';
 import type { StepBody } from '../backends/types.js';
-import { cptBoundaries, fp8Enabled, lastCheckpoint, sftSteps } from '../recipe/derived.js';
+import { cptBoundaries, fp8Enabled, lastCheckpoint, poolRanks, sftSteps } from '../recipe/derived.js';
 import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
 import { error, RecipeError } from '../recipe/issues.js';
 import { projectRoot as findProjectRoot } from '../recipe/project-root.js';
 import type { Arch, EvalModel, Recipe } from '../recipe/schema.js';
-import { BUILD, type BuildContext } from './backend-table.js';
+import { BUILD, type BuildContext, type LocalStage } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
 import type { BackendName, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
@@ -126,8 +127,7 @@ class Compiler implements BuildContext {
       backend,
       pool: stage.pool,
       nodes,
-      // The local trainer uses a GPU when its pool has one, CPU otherwise.
-      gpus: backend === 'local' ? Math.min(1, this.poolOf(stage.pool).gpusPerNode) : gpus,
+      gpus,
       dependsOn: [...new Set(dependsOn.filter((d): d is string => d !== null))],
       ...rest,
       stallTimeoutSec: stage.stallTimeout,
@@ -150,8 +150,12 @@ class Compiler implements BuildContext {
     return { pool, nodes: stage.nodes ?? pool.nodes, gpusPerNode: stage.gpusPerNode ?? pool.gpusPerNode };
   }
 
-  localCtx(stepId: string, env: Record<string, string>): local.LocalContext {
-    return { python: this.python, projectRoot: this.root, precision: this.r.precision, fp8BlockSize: this.r.fp8BlockSize, stepDir: this.layout.stepDir(stepId), env };
+  localCtx(stepId: string, env: Record<string, string>, stage: LocalStage, dataParallel = false): local.LocalContext {
+    const base = { python: this.python, projectRoot: this.root, precision: this.r.precision, fp8BlockSize: this.r.fp8BlockSize, stepDir: this.layout.stepDir(stepId), env };
+    const { pool, nodes, gpusPerNode } = this.size(stage);
+    if (!(dataParallel && distributedLauncher(pool))) return { ...base, gpus: Math.min(1, gpusPerNode), nodes: 1 };
+    const ranks = poolRanks(pool, gpusPerNode);
+    return { ...base, gpus: Math.min(ranks, gpusPerNode), nodes, launch: torchLaunch(this.r.software, pool, nodes, ranks) };
   }
 
   archFor(override: Partial<Arch> | undefined): Arch {

@@ -2,7 +2,7 @@
  * Numbers that follow from a recipe and that both lint and the compiler need: the WSD phase boundaries and
  * the step counts of SFT and RL stages (how slime and the local trainer count them).
  */
-import type { CptConfig, Recipe, SftStage } from './schema.js';
+import type { CptConfig, Pool, Recipe, SftStage } from './schema.js';
 
 export interface CptBoundaries {
   /** Iteration at which warmup ends (0: no warmup phase). */
@@ -39,4 +39,9 @@ export function lastCheckpoint(backend: string, steps: number): number {
 /** Whether the recipe exports an FP8 model: `convert.fp8.enabled`, by default when training in FP8. */
 export function fp8Enabled(r: Pick<Recipe, 'convert' | 'precision'>): boolean {
   return r.convert !== undefined && (r.convert.fp8.enabled ?? r.precision === 'fp8');
+}
+
+/** torchrun's processes per node on a pool: `ranksPerNode`, else one per GPU the stage uses, else one (a CPU pool). */
+export function poolRanks(pool: Pick<Pool, 'ranksPerNode' | 'gpusPerNode'>, gpusPerNode = pool.gpusPerNode): number {
+  return pool.ranksPerNode ?? Math.max(1, gpusPerNode);
 }

@@ -3,7 +3,7 @@
  * its CPT schedule, its parallelism and the arguments it may not override. `lint.ts` adds the checks of what
  * passes between stages and runs them all.
  */
-import { cptBoundaries } from './derived.js';
+import { cptBoundaries, poolRanks } from './derived.js';
 import { error, warning, type Issue } from './issues.js';
 import { didYouMean } from './suggest.js';
 import type { Recipe } from './schema.js';
@@ -41,7 +41,8 @@ const GPU_BACKENDS = new Set(['megatron', 'slime', 'evalscope']);
 const LAUNCHERS_OF: Record<string, readonly string[]> = {
   megatron: ['torchrun', 'slurm', 'local'],
   slime: ['ray'],
-  local: ['local'],
+  // The local trainer's pretraining runs data-parallel under torchrun or srun + torchrun.
+  local: ['local', 'torchrun', 'slurm'],
 };
 
 const somethingToDo: Check = (r) =>
@@ -70,10 +71,14 @@ const pools: Check = (r) => {
       out.push(error(`${s.path}.pool`, `the ${s.backend} backend cannot start on a '${pool.launcher}' pool: give it a pool with launcher ${allowed.join(' or ')}`));
     }
     const nodes = s.nodes ?? pool.nodes;
-    if (s.backend === 'megatron' && nodes > 1 && pool.launcher !== 'slurm') {
+    const distributed = s.backend === 'megatron' || (s.backend === 'local' && s.path === 'cpt');
+    if (s.backend === 'local' && s.path !== 'cpt' && (pool.launcher === 'torchrun' || pool.launcher === 'slurm')) {
+      out.push(warning(`${s.path}.pool`, `the local trainer is data-parallel in pretraining only: this stage runs as one process on pool '${s.pool}' (launcher ${pool.launcher})`));
+    }
+    if (distributed && nodes > 1 && pool.launcher !== 'slurm') {
       out.push(error(`${s.path}.nodes`, `${nodes} nodes need the same torchrun on every node; infir2 starts one command from the pool's head worker: use a pool with launcher: slurm (srun starts torchrun on each node)`));
     }
-    if (s.backend === 'megatron' && nodes > 1 && pool.launcher === 'slurm' && pool.rdzvEndpoint.startsWith('localhost:')) {
+    if (distributed && nodes > 1 && pool.launcher === 'slurm' && pool.rdzvEndpoint.startsWith('localhost:')) {
       out.push(error(`pools.${s.pool}.rdzvEndpoint`, `is ${pool.rdzvEndpoint}; a ${nodes}-node rendezvous needs the head node's host:port`));
     }
   }
@@ -143,6 +148,22 @@ const parallelism: Check = (r) => {
   return out;
 };
 
+/** A pool's ranks: at most one per GPU on a GPU pool (one process per device, as NCCL requires). */
+const ranks: Check = (r) =>
+  Object.entries(r.pools)
+    .filter(([, p]) => p.ranksPerNode !== undefined && p.gpusPerNode > 0 && p.ranksPerNode > p.gpusPerNode)
+    .map(([name, p]) => error(`pools.${name}.ranksPerNode`, `${p.ranksPerNode} ranks on ${p.gpusPerNode} GPUs per node: expected at most one rank per GPU (${p.gpusPerNode})`));
+
+/** The local trainer's data parallelism: every rank takes whole micro-batches of each global batch. */
+const localDataParallel: Check = (r) => {
+  const c = r.cpt;
+  const pool = c && r.pools[c.pool];
+  if (!c || !pool || c.backend !== 'local' || !(pool.launcher === 'torchrun' || pool.launcher === 'slurm')) return [];
+  const world = (c.nodes ?? pool.nodes) * poolRanks(pool, c.gpusPerNode ?? pool.gpusPerNode);
+  if (c.globalBatchSize % (world * c.microBatchSize) === 0) return [];
+  return [error('cpt.globalBatchSize', `${c.globalBatchSize} is not a multiple of ranks (${world}) × microBatchSize (${c.microBatchSize}): the ranks cannot share each global batch equally`)];
+};
+
 /** Flags whose value infir2 manages (the checkpoint lineage), and flags that break resuming. */
 const MANAGED = ['--load', '--save', '--ref-load', '--ckpt-step', '--pretrained-checkpoint', '--start-rollout-id', '--exit-interval', '--train-iters', '--hf-checkpoint'];
 const RESETS = ['--no-load-optim', '--no-load-rng', '--finetune'];
@@ -180,4 +201,4 @@ const startup: Check = (r) =>
     .map((s) => error(`${s.path}.startupTimeout`, `${s.startupTimeout}s is longer than ${s.path}.attemptTimeout (${s.attemptTimeout}s): expected at most the attempt timeout`));
 
 /** The checks of this file, in the order their messages are printed. */
-export const STAGE_CHECKS: Check[] = [somethingToDo, pools, cptSchedule, parallelism, extraArgs, secrets, startup];
+export const STAGE_CHECKS: Check[] = [somethingToDo, pools, ranks, cptSchedule, parallelism, localDataParallel, extraArgs, secrets, startup];

@@ -143,6 +143,9 @@ export const pool = z
       .describe('the Temporal task queue the pool\'s workers poll (`infir2 worker --pool <name>` polls `infir2-<name>`, `--task-queue` any other)'),
     nodes: count().default(1).describe('nodes a step of this pool may span'),
     gpusPerNode: natural().describe('GPUs per node; 0 for a CPU-only pool'),
+    ranksPerNode: count()
+      .optional()
+      .describe('processes torchrun starts per node (`--nproc_per_node`); default: one per GPU, one on a CPU-only pool. More than one on a CPU pool runs the local trainer data-parallel over gloo'),
     launcher: z
       .enum(LAUNCHERS)
       .describe('how a step starts its processes: `local` (one process, or `torchrun --standalone`), `torchrun` (one node), `slurm` (`srun` starts torchrun on each node), `ray` (`ray job submit`, for slime)'),
@@ -168,6 +171,10 @@ export const software = z
     infir2: path().default('/root/InfiR2').describe('InfiR2 checkout: `tools/convert_torch_dist_to_hf.py`, `tools/bf16_cast_fp8.py`'),
     python: z.string().min(1).default('python3').describe('Python that runs the tools and slime\'s entry points (looked up on `PATH` when it has no `/`)'),
     torchrun: z.string().min(1).default('torchrun').describe('torchrun program (looked up on `PATH` when it has no `/`)'),
+    torchrunArgs: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('extra torchrun arguments after the rendezvous ones, e.g. `--redirects=2 --tee=2`, which torch 1.13 on Python ≥ 3.11 needs to start at all'),
     srun: z.string().min(1).default('srun').describe('Slurm\'s srun program (looked up on `PATH` when it has no `/`)'),
     ray: z.string().min(1).default('ray').describe('the Ray CLI (looked up on `PATH` when it has no `/`)'),
   })

@@ -118,6 +118,25 @@ describe('compilePlan', () => {
     expect(step(local, 'cpt.stable').command.argv.slice(0, 5)).toEqual(['torchrun', '--standalone', '--nnodes=1', '--nproc_per_node=8', '/root/Megatron-LM/pretrain_gpt.py']);
   });
 
+  it('starts the local trainer\'s pretraining under torchrun, or srun + torchrun, on those pools, and its other stages as one process', async () => {
+    const torchrun = await planOf('tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2', 'pools.local.rdzvEndpoint=127.0.0.1:29433', 'software.torchrunArgs=[--redirects=2, --tee=2]', 'cpt.microBatchSize=8']);
+    expect(step(torchrun, 'cpt.stable').command.argv.slice(0, 10)).toEqual([
+      'torchrun', '--nnodes=1', '--nproc_per_node=2', '--rdzv_endpoint=127.0.0.1:29433', '--rdzv_backend=c10d', '--redirects=2', '--tee=2',
+      '--no_python', join(ROOT, '.venv', 'bin', 'python'), join(ROOT, 'trainer', 'main.py'),
+    ]);
+    expect(step(torchrun, 'cpt.stable').gpus).toBe(0);
+    expect(step(torchrun, 'sft.stage1').command.argv[0]).toBe(join(ROOT, '.venv', 'bin', 'python'));
+    const slurm = await planOf('tiny', ['pools.local.launcher=slurm', 'pools.local.nodes=2', 'pools.local.rdzvEndpoint=node1:29500', 'cpt.nodes=2', 'cpt.microBatchSize=8']);
+    // A CPU pool asks Slurm for no GPUs.
+    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 9)).toEqual([
+      'srun', '--nodes=2', '--ntasks-per-node=1', '--kill-on-bad-exit=1', 'torchrun', '--nnodes=2', '--nproc_per_node=1', '--rdzv_endpoint=node1:29500', '--rdzv_backend=c10d',
+    ]);
+    expect(step(slurm, 'cpt.stable').nodes).toBe(2);
+    const gpu = await planOf('tiny', ['pools.local.launcher=torchrun', 'pools.local.gpusPerNode=2', 'cpt.microBatchSize=8']);
+    expect(step(gpu, 'cpt.stable').gpus).toBe(2);
+    expect(step(gpu, 'sft.stage1').gpus).toBe(1);
+  });
+
   it('drops the FP8 flags in bf16, and the FP8 export with it', async () => {
     const plan = await planOf('infir2-7b', ['precision=bf16']);
     expect(step(plan, 'cpt.stable').command.argv).not.toContain('--fp8-format');

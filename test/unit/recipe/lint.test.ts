@@ -34,6 +34,9 @@ describe('lint', () => {
     ['an export with no training stage', 'tiny', ['cpt=null', 'sft=null', 'rl=null', 'eval.models=[fp8]'], /^convert: nothing to export/],
     ['a block size bf16_cast_fp8.py does not have', 'infir2-7b', ['convert.fp8.blockSize=64'], /^convert\.fp8\.blockSize: InfiR2's bf16_cast_fp8\.py quantises 128×128 blocks only/],
     ['an SFT file smaller than one batch', 'infir2-7b', ['sft.0.samples=10'], /^sft\.0\.samples: 10 rows make no full batch of 64/],
+    ['more ranks than GPUs', 'infir2-7b', ['pools.megatron.ranksPerNode=16'], /^pools\.megatron\.ranksPerNode: 16 ranks on 8 GPUs per node: expected at most one rank per GPU/],
+    ['a local global batch two ranks cannot share', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2'], /^cpt\.globalBatchSize: 16 is not a multiple of ranks \(2\) × microBatchSize \(16\)/],
+    ['a multi-node local CPT on a torchrun pool', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.nodes=2', 'cpt.microBatchSize=8'], /^cpt\.nodes: 2 nodes need the same torchrun on every node/],
   ])('rejects %s', async (_what, preset, sets, message) => {
     const { errors } = await issuesOf(preset, sets);
     expect(errors.some((e) => message.test(e)), errors.join('\n')).toBe(true);
@@ -47,6 +50,7 @@ describe('lint', () => {
     ['a vocab that differs between CPT and SFT', 'infir2-1.5b', [], /^sft\.0\.arch\.vocabSize: 151936 differs from model\.arch\.vocabSize 152064/],
     ['an FP8 export without fmt that RL does not read', 'infir2-1.5b', ['convert.fp8.fmt=none'], /^convert\.fp8\.fmt: the FP8 config would have no quantization_config\.fmt/],
     ['a CPT that starts from random weights', 'infir2-7b', ['model.base=null'], /^model\.base: not set: CPT starts from random weights/],
+    ['a local SFT stage on a torchrun pool, which stays one process', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2', 'cpt.microBatchSize=8'], /^sft\.0\.pool: the local trainer is data-parallel in pretraining only/],
   ])('warns about %s', async (_what, preset, sets, message) => {
     const { errors, warnings } = await issuesOf(preset, sets);
     expect(errors).toEqual([]);
