@@ -9,7 +9,8 @@
  *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
  *                   checkpoint is complete is not run again
- *   launch          argv without a shell, in its own process group (trainer-process.ts)
+ *   launch          argv without a shell, in its own process group (trainer-process.ts); a scheduler job it
+ *                   starts (srun's) is looked up for `status` meanwhile (scheduler-job.ts)
  *   supervise       output teed to `<run>/logs/<step>.log` and parsed into heartbeats; the watchdog stops a
  *                   stalled, timed-out, cancelled or shut-down trainer, or one whose directories vanished
  *                   (supervise.ts, dir-watch.ts)
@@ -35,6 +36,7 @@ import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
 import { untilServerAnswers, type ServerProbe } from './server-wait.js';
+import { watchSchedulerJob } from './scheduler-job.js';
 import { supervise, type AttemptEnd } from './supervise.js';
 import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
 
@@ -82,7 +84,11 @@ export function createRunStep(opts: SupervisorOptions) {
       if (resumeFrom === 'done') result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
       else {
         const { trainer, pgid, oomKills, secretValues } = await launch(a, held, resumeFrom, opts.gpus);
-        const end = await supervise(a, trainer, pgid, held.lock!, opts);
+        // The scheduler job it runs as (srun's), found while it trains: `status` shows its id and nodes.
+        const jobWatch = new AbortController();
+        const job = watchSchedulerJob(a, a.step.command.env, jobWatch.signal);
+        const end = await supervise(a, trainer, pgid, held.lock!, opts).finally(() => jobWatch.abort());
+        await job;
         // Output lines become failure messages, which go into history: a secret the trainer printed must not.
         end.tail = end.tail.map((l) => redact(l, secretValues));
         result = await conclude(a, end, oomKills);

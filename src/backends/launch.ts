@@ -1,12 +1,36 @@
 /** How a pool starts a distributed PyTorch program: torchrun (rendezvous), srun + torchrun, or standalone. */
 import type { Pool, Recipe } from '../recipe/schema.js';
+import type { StepBody } from './types.js';
 
 /** A launcher that starts several processes (torchrun or srun + torchrun), as opposed to one (`local`, `ray`). */
 export function distributedLauncher(pool: Pick<Pool, 'launcher'>): boolean {
   return pool.launcher === 'torchrun' || pool.launcher === 'slurm';
 }
 
-export function torchLaunch(software: Recipe['software'], pool: Pool, nodes: number, ranksPerNode: number): string[] {
+/**
+ * The Slurm job name of a step's launch: unique per attempt and launch (the supervisor fills `{attempt}` and
+ * `{launch}`), so that squeue finds this launch's job and scancel ends only it.
+ */
+export function slurmJobName(runId: string, stepId: string): string {
+  return `infir2-${runId}-${stepId.replace(/\./g, '-')}-a{attempt}-{launch}`;
+}
+
+/**
+ * What a step launched by srun adds to its body: the job squeue finds (its id and nodes, for `status`), and
+ * scancel of it when an attempt ends without success. srun forwards a SIGTERM to its tasks, but a SIGKILLed
+ * srun (a worker that died with it) leaves the job step running on the nodes: the attempt that takes over the
+ * step's directory runs the stop command too (lock.ts).
+ */
+export function slurmTracking(software: Recipe['software'], pool: Pool, jobName: string): Pick<StepBody, 'job' | 'onStop'> {
+  if (pool.launcher !== 'slurm') return {};
+  return {
+    job: { scheduler: 'slurm', name: jobName, probe: { argv: [software.squeue, '--noheader', `--name=${jobName}`, '--format=%i|%N'] } },
+    onStop: { argv: [software.scancel, `--name=${jobName}`] },
+  };
+}
+
+/** `jobName`: the srun job's name on a slurm pool (slurmJobName). */
+export function torchLaunch(software: Recipe['software'], pool: Pool, nodes: number, ranksPerNode: number, jobName: string): string[] {
   if (pool.launcher === 'local') {
     // FIXES torchrun-local-pool: a free port, so single-node jobs on one machine never collide.
     return [software.torchrun, '--standalone', '--nnodes=1', `--nproc_per_node=${ranksPerNode}`, ...software.torchrunArgs];
@@ -24,7 +48,7 @@ export function torchLaunch(software: Recipe['software'], pool: Pool, nodes: num
     // One torchrun per node; they meet at the rendezvous endpoint. A CPU pool asks Slurm for no GPUs
     // (`--gpus-per-node=0` is refused by a Slurm without GRES configured).
     const gpus = pool.gpusPerNode > 0 ? [`--gpus-per-node=${Math.min(ranksPerNode, pool.gpusPerNode)}`] : [];
-    return [software.srun, `--nodes=${nodes}`, '--ntasks-per-node=1', ...gpus, '--kill-on-bad-exit=1', ...torchrun];
+    return [software.srun, `--job-name=${jobName}`, `--nodes=${nodes}`, '--ntasks-per-node=1', ...gpus, '--kill-on-bad-exit=1', ...torchrun];
   }
   return torchrun;
 }

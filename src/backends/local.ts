@@ -25,6 +25,8 @@ export interface LocalContext {
    * absent: the trainer is one process.
    */
   launch?: string[];
+  /** The Slurm job srun starts (job name, squeue probe, scancel), on a slurm pool. */
+  tracking?: Pick<StepBody, 'job' | 'onStop'>;
 }
 
 /** `--no_python`: torchrun runs the interpreter the plan names, not the `python` first on its PATH. */
@@ -89,6 +91,7 @@ export function cptPhaseStep(c: LocalContext, phase: CptPhase, cpt: CptConfig, a
   const tail = [...opt('--exit-interval', phase.exitInterval), ...when(phase.overrideScheduler, '--override-opt_param-scheduler'), ...cpt.extraArgs];
   return {
     ...checkpointStep(c, [...head, ...loadArgs(phase.first), ...tail], [...head, ...loadArgs(phase.resume), ...tail], phase.saveDir, phase.end),
+    ...c.tracking,
     inputs: { data: cpt.data, ...(phase.first.load !== phase.saveDir ? { load: phase.first.load } : {}), ...(phase.first.pretrained ? { pretrained: phase.first.pretrained } : {}) },
     outputs: { checkpointDir: phase.saveDir },
     gpus: c.gpus,

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import type { Arch, CptConfig, Pool, Recipe } from '../recipe/schema.js';
 import { opt, when } from './argv.js';
-import { torchLaunch } from './launch.js';
+import { slurmTracking, torchLaunch } from './launch.js';
 import type { CptPhase, LoadArgs, StepBody } from './types.js';
 
 /** The environment the InfiR2 CPT scripts export (§2.1). */
@@ -35,6 +35,8 @@ export interface MegatronCptSpec {
   /** The step's own directory (cwd, tensorboard, logs). */
   stepDir: string;
   wandbExpName: string;
+  /** The srun job's name on a slurm pool (launch.ts slurmJobName). */
+  jobName: string;
 }
 
 export function loadArgs(l: LoadArgs): string[] {
@@ -84,7 +86,7 @@ export function cptPhaseStep(s: MegatronCptSpec): StepBody {
   const { cpt, phase } = s;
   const p = cpt.parallel;
   const head = [
-    ...torchLaunch(s.software, s.pool, s.nodes, s.gpusPerNode),
+    ...torchLaunch(s.software, s.pool, s.nodes, s.gpusPerNode, s.jobName),
     join(s.software.megatron, 'pretrain_gpt.py'),
     // DATA_ARGS
     '--data-path', cpt.data,
@@ -153,6 +155,7 @@ export function cptPhaseStep(s: MegatronCptSpec): StepBody {
   return {
     command: { argv: [...head, ...loadArgs(phase.first), ...tail], env, cwd: s.stepDir },
     resume: { argv: [...head, ...loadArgs(phase.resume), ...tail] },
+    ...slurmTracking(s.software, s.pool, s.jobName),
     progress: { format: 'megatron', totalIterations: phase.end },
     checkpoint: { layout: 'megatron', dir: phase.saveDir },
     completion: { kind: 'checkpoint', dir: phase.saveDir, iteration: phase.end },

@@ -9,6 +9,8 @@ export interface StepBody {
   resume: ResumeSpec | null;
   /** Cleanup for work that outlives the local process (see PlanStep.onStop). */
   onStop?: PlanStep['onStop'];
+  /** The scheduler job it runs as (see PlanStep.job). */
+  job?: PlanStep['job'];
   progress: ProgressSpec;
   checkpoint: CheckpointSpec | null;
   completion: Completion;

@@ -62,6 +62,8 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
   const warning = s.status === 'running' ? (p?.warning ?? '') : '';
   // The limit the trainer is held to now: a hang is declared past it (activities/stall-policy.ts).
   const stall = s.status === 'running' && !waiting && p?.stallLimit ? `stall limit ${shortDuration(p.stallLimit.limitSec)} (${p.stallLimit.phase})` : '';
+  // The scheduler job of the newest attempt: the id `sacct`/`scontrol` and the cluster's dashboards know it by.
+  const job = p?.job ? `${p.job.scheduler} job ${p.job.id}${p.job.nodes ? ` on ${p.job.nodes}` : ''}` : '';
   return [
     s.id,
     waiting ? 'waiting' : s.status,
@@ -70,7 +72,7 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
-    [waiting, metrics, failure, warning, stall].filter(Boolean).join(' · '),
+    [waiting, metrics, failure, warning, stall, job].filter(Boolean).join(' · '),
   ];
 }
 

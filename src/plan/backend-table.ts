@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import * as convert from '../backends/convert.js';
 import * as evalscope from '../backends/evalscope.js';
+import { slurmJobName } from '../backends/launch.js';
 import * as local from '../backends/local.js';
 import * as megatron from '../backends/megatron.js';
 import * as slime from '../backends/slime.js';
@@ -76,6 +77,7 @@ export const BUILD = {
         dataCache: cpt.dataCache ?? join(cx.layout.run, 'cpt', 'data-cache'),
         stepDir: cx.layout.stepDir(phase.id),
         wandbExpName: `${cx.r.name}-${phase.id}`,
+        jobName: slurmJobName(cx.runId, phase.id),
       }),
     local: (cx, { phase, cpt }) => local.cptPhaseStep(cx.localCtx(phase.id, cpt.env, cpt, true), phase, cpt, cx.r.model.arch),
   },

@@ -6,7 +6,7 @@
 import { isAbsolute, join } from 'node:path';
 import { iterDirName } from '../backends/argv.js';
 import type * as local from '../backends/local.js';
-import { distributedLauncher, torchLaunch } from '../backends/launch.js';
+import { distributedLauncher, slurmJobName, slurmTracking, torchLaunch } from '../backends/launch.js';
 import type { StepBody } from '../backends/types.js';
 import { cptBoundaries, fp8Enabled, lastCheckpoint, poolRanks, sftSteps } from '../recipe/derived.js';
 import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
@@ -155,7 +155,14 @@ class Compiler implements BuildContext {
     const { pool, nodes, gpusPerNode } = this.size(stage);
     if (!(dataParallel && distributedLauncher(pool))) return { ...base, gpus: Math.min(1, gpusPerNode), nodes: 1 };
     const ranks = poolRanks(pool, gpusPerNode);
-    return { ...base, gpus: Math.min(ranks, gpusPerNode), nodes, launch: torchLaunch(this.r.software, pool, nodes, ranks) };
+    const jobName = slurmJobName(this.runId, stepId);
+    return {
+      ...base,
+      gpus: Math.min(ranks, gpusPerNode),
+      nodes,
+      launch: torchLaunch(this.r.software, pool, nodes, ranks, jobName),
+      tracking: slurmTracking(this.r.software, pool, jobName),
+    };
   }
 
   archFor(override: Partial<Arch> | undefined): Arch {

@@ -43,6 +43,15 @@ export interface Progress {
   stallLimit?: { phase: 'startup' | 'saving' | 'evaluating' | 'training'; limitSec: number } | null;
   /** Where this attempt's time has gone so far (activities/time-ledger.ts); closed in a failure's details. */
   time?: AttemptTime | null;
+  /** The scheduler job the attempt runs as, once the scheduler has placed it (activities/scheduler-job.ts). */
+  job?: SchedulerJob | null;
+}
+
+/** A batch-scheduler job as `status` shows it: `slurm job 12 on n[1-2]`. */
+export interface SchedulerJob {
+  scheduler: 'slurm';
+  id: string;
+  nodes: string;
 }
 
 export interface StepState {

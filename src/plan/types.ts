@@ -95,6 +95,13 @@ export type RetryBudgets = Record<FailureClass, number>;
  */
 export const DEFAULT_LOG_MAX_MB = 1024;
 
+export interface SchedulerJobSpec {
+  scheduler: 'slurm';
+  /** The job's name, unique per launch. */
+  name: string;
+  probe: { argv: string[] };
+}
+
 export interface PlanStep {
   /** Stable id, e.g. `cpt.stable` (DESIGN.md §3). */
   id: string;
@@ -121,6 +128,12 @@ export interface PlanStep {
    * is enough.
    */
   onStop?: { argv: string[] } | null;
+  /**
+   * The batch-scheduler job an attempt runs as (srun names it), and the command that finds its id and nodes
+   * (`squeue … --format=%i|%N`, one `id|nodes` row): `status` shows them. Its `{attempt}`/`{launch}`
+   * placeholders are filled as the command's are. Absent: the step is no scheduler job.
+   */
+  job?: SchedulerJobSpec | null;
   progress: ProgressSpec;
   checkpoint: CheckpointSpec | null;
   completion: Completion;

@@ -40,6 +40,13 @@ describe('status stepCells', () => {
     );
   });
 
+  it('names the Slurm job of the newest attempt and its nodes', () => {
+    const s = state({ status: 'running', attempts: 2, progress: progress({ iteration: 12, totalIterations: 50, job: { scheduler: 'slurm', id: '4711', nodes: 'n[1-2]' } }) });
+    expect(stepCells(s).at(-1)).toBe('slurm job 4711 on n[1-2]');
+    const pending = state({ status: 'running', attempts: 1, progress: progress({ job: { scheduler: 'slurm', id: '4712', nodes: '' } }) });
+    expect(stepCells(pending).at(-1)).toBe('slurm job 4712');
+  });
+
   it('shows a step that waits between attempts (a full disk) as waiting: why, for how long, until when', () => {
     const now = Date.parse('2025-10-01T12:05:00.000Z');
     const s = state({
