@@ -5,7 +5,7 @@
 #     docker-compose.yml pins (`temporalio/server:X.Y.Z`), built from the Go module go.temporal.io/server@vX.Y.Z;
 #   - that release's PostgreSQL schema (schema/postgresql/v12, what admin-tools ships in /etc/temporal/schema);
 #   - the Web UI server of the release it pins (`temporalio/ui:X.Y.Z`), from github.com/temporalio/ui-server/v2@vX.Y.Z;
-#   - Debian's PostgreSQL server (initdb, pg_ctl).
+#   - Debian's PostgreSQL server (initdb, pg_ctl), and Debian's Slurm and munge (the tier's own small cluster).
 # Everything lands in ${INFIR2_CACHE:-$HOME/.cache/infir2}, outside the repository: the first run downloads about
 # 1.5 GB of Go modules and compiles for minutes; a second run finds the stamp and takes a second.
 # The tier's harness (test/cluster/harness.ts) reads what it needs from the manifest written at the end.
@@ -37,6 +37,16 @@ if [ -z "$(pg_bin)" ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 fi
 pgbin=$(pg_bin)
+
+# 2b. Debian's Slurm and munge: the tier starts its own munged, slurmctld and two slurmd (test/cluster/slurm.ts).
+if ! { [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/bin/srun ] && [ -x /usr/sbin/munged ] && [ -x /usr/sbin/mungekey ]; }; then
+  if [ "$(id -u)" != 0 ]; then
+    die "Slurm and munge are not installed; run as root or: sudo apt-get install -y --no-install-recommends slurm-wlm slurm-client munge"
+  fi
+  say "installing Debian's Slurm and munge"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm slurm-client munge >/dev/null
+fi
 [ -n "$pgbin" ] || die "no initdb/pg_ctl under /usr/lib/postgresql/*/bin"
 pg_version=$("$pgbin/postgres" --version | awk '{print $3}') # "postgres (PostgreSQL) 15.18 (Debian …)"
 

@@ -48,7 +48,7 @@ export function torchLaunch(software: Recipe['software'], pool: Pool, nodes: num
     // One torchrun per node; they meet at the rendezvous endpoint. A CPU pool asks Slurm for no GPUs
     // (`--gpus-per-node=0` is refused by a Slurm without GRES configured).
     const gpus = pool.gpusPerNode > 0 ? [`--gpus-per-node=${Math.min(ranksPerNode, pool.gpusPerNode)}`] : [];
-    return [software.srun, `--job-name=${jobName}`, `--nodes=${nodes}`, '--ntasks-per-node=1', ...gpus, '--kill-on-bad-exit=1', ...torchrun];
+    return [software.srun, `--job-name=${jobName}`, `--nodes=${nodes}`, '--ntasks-per-node=1', ...gpus, '--kill-on-bad-exit=1', ...software.srunArgs, ...torchrun];
   }
   return torchrun;
 }

@@ -176,6 +176,10 @@ export const software = z
       .default([])
       .describe('extra torchrun arguments after the rendezvous ones, e.g. `--redirects=2 --tee=2`, which torch 1.13 on Python ≥ 3.11 needs to start at all'),
     srun: z.string().min(1).default('srun').describe('Slurm\'s srun program (looked up on `PATH` when it has no `/`)'),
+    srunArgs: z
+      .array(z.string().min(1))
+      .default([])
+      .describe('extra srun arguments before torchrun, e.g. `--partition=gpu --account=proj --time=48:00:00 --mem=0`'),
     squeue: z.string().min(1).default('squeue').describe('Slurm\'s squeue, which finds a step\'s job id and nodes for `status` (looked up on `PATH` when it has no `/`)'),
     scancel: z.string().min(1).default('scancel').describe('Slurm\'s scancel, which ends a step\'s job when an attempt ends without success (looked up on `PATH` when it has no `/`)'),
     ray: z.string().min(1).default('ray').describe('the Ray CLI (looked up on `PATH` when it has no `/`)'),

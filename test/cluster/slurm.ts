@@ -50,9 +50,9 @@ function slurmConf(d: string, ports: { ctld: number; nodes: number[] }): string 
     `SlurmdLogFile=${d}/log/slurmd-%n.log`,
     // Only the cgroup tracker kills a step's every process (a setsid child, one that ignores SIGTERM).
     'ProctrackType=proctrack/cgroup',
-    'TaskPlugin=task/none',
+    'TaskPlugin=task/cgroup',
     'SelectType=select/cons_tres',
-    'SelectTypeParameters=CR_Core',
+    'SelectTypeParameters=CR_Core_Memory',
     'MpiDefault=none',
     'JobAcctGatherType=jobacct_gather/none',
     'AccountingStorageType=accounting_storage/none',
@@ -60,7 +60,7 @@ function slurmConf(d: string, ports: { ctld: number; nodes: number[] }): string 
     'KillWait=2',
     'MinJobAge=5',
     'SchedulerParameters=sched_min_interval=0',
-    ...NODES.map((n, i) => `NodeName=${n} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${ports.nodes[i]} CPUs=2 RealMemory=1000`),
+    ...NODES.map((n, i) => `NodeName=${n} NodeHostname=${host} NodeAddr=127.0.0.1 Port=${ports.nodes[i]} CPUs=2 RealMemory=4000`),
     `PartitionName=debug Nodes=${NODES.join(',')} Default=YES MaxTime=INFINITE State=UP`,
     '',
   ].join('\n');
@@ -84,7 +84,7 @@ export async function startSlurm(dir: string): Promise<SlurmCluster> {
   const conf = join(dir, 'etc', 'slurm.conf');
   const ports = { ctld: await freePort(), nodes: [await freePort(), await freePort()] };
   writeFileSync(conf, slurmConf(dir, ports));
-  writeFileSync(join(dir, 'etc', 'cgroup.conf'), 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\n');
+  writeFileSync(join(dir, 'etc', 'cgroup.conf'), 'CgroupPlugin=cgroup/v1\nCgroupMountpoint=/sys/fs/cgroup\nConstrainRAMSpace=yes\nConstrainSwapSpace=yes\n');
   const env = { ...process.env, SLURM_CONF: conf };
   const procs: ChildProcess[] = [];
   const m = join(dir, 'munge');

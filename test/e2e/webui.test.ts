@@ -144,22 +144,26 @@ describe.skipIf(!HAVE_CHROMIUM)(`the Web UI as cockpit${HAVE_CHROMIUM ? '' : ` (
 
     const current = page.frameLocator('#user-metadata-current-details');
     await current.getByText(/run\s+cockpit\s+—\s+completed/).waitFor();
+    // Two tables name each step: the stage table first, then where each step's time went.
+    const stages = current.getByRole('table').first();
+    const stageRow = (id: string) => stages.getByRole('row').filter({ has: current.getByRole('cell', { name: id, exact: true }) });
     for (const s of plan.steps) {
-      const row = current.getByRole('row').filter({ has: current.getByRole('cell', { name: s.id, exact: true }) });
-      await expect.poll(() => row.innerText(), { timeout: UI_TIMEOUT }).toMatch(/✔\s+completed/);
+      await expect.poll(() => stageRow(s.id).innerText(), { timeout: UI_TIMEOUT }).toMatch(/✔\s+completed/);
     }
     // A finished step shows its final result (not the last intermediate checkpoint's progress), an evaluation
     // its accuracy; the number cells are right-aligned and padded so that neighbours do not run together.
-    const cellsOf = async (id: string) => {
-      const row = current.getByRole('row').filter({ has: current.getByRole('cell', { name: id, exact: true }) });
-      return (await row.getByRole('cell').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim());
-    };
+    const cellsOf = async (id: string) => (await stageRow(id).getByRole('cell').allInnerTexts()).map((c) => c.replace(/\s+/g, ' ').trim());
     expect((await cellsOf('cpt.warmup')).slice(2, 5)).toEqual(['4 / 4', expect.stringMatching(/^\d+\.\d+$/), '4']);
     expect((await cellsOf('sft.stage1')).slice(2, 5)).toEqual(['3 / 3', expect.stringMatching(/^\d+\.\d+$/), '3']);
     expect((await cellsOf('eval.a'))[3]).toBe('acc 50.0 %');
-    const loss = current.getByRole('row').filter({ has: current.getByRole('cell', { name: 'cpt.warmup', exact: true }) }).getByRole('cell').nth(3);
+    const loss = stageRow('cpt.warmup').getByRole('cell').nth(3);
     expect(await loss.getAttribute('align')).toBe('right');
     expect(await loss.textContent()).toMatch(/^\u00a0.*\u00a0$/);
+    // The time table: the run's goodput line, and a row per step with its goodput.
+    await current.getByText(/goodput\s+\d+(\.\d+)?\s*%/).first().waitFor();
+    const times = current.getByRole('table').nth(1);
+    const timeRow = times.getByRole('row').filter({ has: current.getByRole('cell', { name: 'cpt.warmup', exact: true }) });
+    expect((await timeRow.getByRole('cell').allInnerTexts())[1]!.trim()).toMatch(/^\d+(\.\d+)?\s*%$/);
     await page.waitForLoadState('networkidle');
     await page.screenshot({ path: join(OUT, 'webui-run.png'), fullPage: true });
   });
