@@ -39,6 +39,8 @@ export interface Rhythm {
   gaps: number[];
   /** Inside a save the trainer announced, until it reports it saved (or trains on). */
   saving: boolean;
+  /** The iteration of the last checkpoint the trainer reported saved: a save it has finished is not silence to allow. */
+  savedIteration: number | null;
   /** The trainer said it is loading a checkpoint and has not trained since. */
   loading: boolean;
   /** The phase the current silence is in (what the next gap must not be counted as, if not training). */
@@ -46,7 +48,7 @@ export interface Rhythm {
 }
 
 export function newRhythm(now: number): Rhythm {
-  return { lastAdvance: now, lastIterationAt: null, lastIteration: null, gaps: [], saving: false, loading: false, phase: 'startup' };
+  return { lastAdvance: now, lastIterationAt: null, lastIteration: null, gaps: [], saving: false, savedIteration: null, loading: false, phase: 'startup' };
 }
 
 const multipleOf = (it: number | null, every: number | null) => it !== null && !!every && it > 0 && it % every === 0;
@@ -54,7 +56,9 @@ const multipleOf = (it: number | null, every: number | null) => it !== null && !
 /** Which phase the silence after the current state is in. */
 function phaseOf(spec: StallSpec, r: Rhythm): StallPhase {
   if (r.loading || r.lastIteration === null) return 'startup';
-  if (r.saving || multipleOf(r.lastIteration, spec.saveEvery)) return 'saving';
+  // A trainer that does not announce its saves is presumed saving after a multiple of the interval, until it
+  // says it saved: after that the silence is the next iteration's, held to the training limit.
+  if (r.saving || (multipleOf(r.lastIteration, spec.saveEvery) && r.savedIteration !== r.lastIteration)) return 'saving';
   if (multipleOf(r.lastIteration, spec.evalEvery)) return 'evaluating';
   return r.gaps.length < MIN_GAPS ? 'startup' : 'training';
 }
@@ -65,6 +69,7 @@ export function observe(spec: StallSpec, r: Rhythm, ev: ProgressEvent, now: numb
   if (ev.savingCheckpoint) r.saving = true;
   if (ev.checkpointSaved !== undefined) {
     r.saving = false;
+    r.savedIteration = ev.checkpointSaved;
     r.lastAdvance = now;
   }
   if (ev.iteration !== undefined && ev.iteration !== r.lastIteration) {

@@ -95,7 +95,9 @@ function rankPid(runDir: string, rank: number): number | undefined {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      return cmd.includes(join('trainer', 'main.py')) && !cmd.includes('torchrun') && environ.includes(`RANK=${rank}`) && environ.some((e) => e.startsWith('SLURM_JOB_ID='));
+      // A rank runs the trainer itself; torchrun's own command line names main.py too, after torchrun.
+      const program = cmd.split('\0').slice(0, 2);
+      return program[1]?.endsWith(join('trainer', 'main.py')) && environ.includes(`RANK=${rank}`) && environ.some((e) => e.startsWith('SLURM_JOB_ID='));
     } catch {
       return false;
     }

@@ -84,7 +84,9 @@ function rankPid(runDir: string, rank: number): number | undefined {
     try {
       const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
       const environ = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-      return cmd.includes(join('trainer', 'main.py')) && !cmd.includes('torchrun') && environ.includes(`RANK=${rank}`);
+      // A rank runs the trainer itself; torchrun's own command line names main.py too, after torchrun.
+      const program = cmd.split('\0').slice(0, 2);
+      return program[1]?.endsWith(join('trainer', 'main.py')) && environ.includes(`RANK=${rank}`);
     } catch {
       return false;
     }
@@ -106,7 +108,7 @@ describe('the local trainer under torchrun', () => {
     const stable = plan.steps.find((s) => s.id === 'cpt.stable')!;
     const seven = compilePlan((await loadRecipe(join(ROOT, 'recipes', 'qwen2.5-7b-fp8.yaml'))).recipe, { runId: 'x' }).steps.find((s) => s.id === 'cpt.stable')!;
     // The same launcher flags in the same order; the local plan adds the 1.13 workaround and names its interpreter.
-    const flags = (argv: string[]) => argv.slice(1, argv.findIndex((a) => !a.startsWith('--'), 1)).map((a) => a.split('=')[0]);
+    const flags = (argv: string[]) => argv.slice(1, argv.findIndex((a, i) => i > 0 && !a.startsWith('--'))).map((a) => a.split('=')[0]);
     expect(flags(seven.command.argv)).toEqual(['--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend']);
     expect(flags(stable.command.argv)).toEqual(['--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend', '--redirects', '--tee', '--no_python']);
     expect(stable.command.argv.slice(1, 3)).toEqual(['--nnodes=1', '--nproc_per_node=2']);

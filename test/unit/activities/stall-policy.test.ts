@@ -56,6 +56,14 @@ describe('the issue\'s cases, with the default limits and no stallTimeout set', 
     expect(replay(TRAIN, hang, 111).killedAt).toBe(70.25);
   });
 
+  it('a hang right after a save the trainer reported finished is held to the training limit, not the save allowance', () => {
+    // Saved at iteration 100 (a multiple of the interval), then silent: a rank stopped in the next all-reduce.
+    const events: [number, ProgressEvent][] = [...iters(1, 100, (k) => k), [100.1, { savingCheckpoint: true }], [101, { checkpointSaved: 100 }]];
+    expect(replay(TRAIN, events, 300).killedAt).toBe(121.25);
+    // Saved without a "saving" line first: the same.
+    expect(replay(TRAIN, [...iters(1, 100, (k) => k), [101, { checkpointSaved: 100 }]], 300).killedAt).toBe(121.25);
+  });
+
   it('RL rollouts of 5 to 60 s are not stopped; a hung rollout is, within minutes', () => {
     const lengths = [5, 60, 12, 5, 45, 30, 5, 60, 8, 20, 55, 5];
     let t = 30;
