@@ -2,7 +2,7 @@
 #   make demo   set up, start the embedded Temporal server + worker, run recipes/tiny.yaml end to end
 #   make test   set up, then the whole test suite (TypeScript + Python trainer)
 #   make test-cluster   the cluster tier: Temporal server on PostgreSQL as docker-compose.yml runs it, built
-#                       from Go modules (make setup-cluster; docs/cluster.md)
+#                       from Go modules, and a real Slurm for srun + torchrun (make setup-cluster; docs/cluster.md)
 SHELL := /bin/bash
 .PHONY: setup setup-gpu setup-cluster build test test-cluster test-ts test-py demo bench bench-gpu docs clean
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cluster tier (`make test-cluster`): set up (scripts/setup-cluster.sh: the Temporal server of the release
-# docker-compose.yml pins, built from Go modules, and PostgreSQL), then the tests in test/cluster against it.
+# docker-compose.yml pins, built from Go modules, PostgreSQL, Slurm and munge), then the tests in test/cluster.
 # Prints how long the set-up took: minutes the first time (cold), seconds once built (warm).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: TypeScript (unit, integration against a real Temporal dev server, e2e), the Python
-# trainer's tests, and the cluster tier (test/cluster: the Temporal server on PostgreSQL; scripts/test-cluster.sh).
+# trainer's tests, and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real Slurm; scripts/test-cluster.sh).
 # `make test` runs setup first; CI runs `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +17,7 @@ echo "== TypeScript tests (vitest) =="
 npx --no-install vitest run || status=1
 # Last, alone on the machine: its recovery times should not compete with the other tiers for the cores. The first
 # time it builds the Temporal server from Go modules (minutes; cached in ~/.cache/infir2 after).
-echo "== cluster tier (Temporal server on PostgreSQL, workers on separate hosts) =="
+echo "== cluster tier (Temporal server on PostgreSQL, workers on separate hosts, Slurm) =="
 if [ "${INFIR2_SKIP_CLUSTER:-}" = 1 ]; then
   echo "[test] cluster tier SKIPPED (INFIR2_SKIP_CLUSTER=1): make test-cluster runs it"
 else
