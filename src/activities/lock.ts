@@ -43,6 +43,8 @@ export interface StopCommand {
   argv: string[];
   cwd: string;
   env: Record<string, string>;
+  /** Asked after the stop until it prints nothing: the stopped work is gone (a cancelled job's ranks saving). */
+  untilGone?: string[];
 }
 
 export interface AcquireOptions {

@@ -64,12 +64,34 @@ const ON_STOP_TIMEOUT_MS = 60_000;
 
 /** The step's stop command (e.g. `ray job stop <submission id>`) as this launch runs it, if it has one. */
 export function stopCommand(step: PlanStep, ids: LaunchIds): StopCommand | null {
-  return step.onStop ? { argv: fillArgv(step.onStop.argv, ids), cwd: step.command.cwd, env: step.command.env } : null;
+  if (!step.onStop) return null;
+  const untilGone = step.onStop.untilGone ? { untilGone: fillArgv(step.onStop.untilGone.argv, ids) } : {};
+  return { argv: fillArgv(step.onStop.argv, ids), cwd: step.command.cwd, env: step.command.env, ...untilGone };
+}
+
+/** How often, and how long at most, a stop waits for the stopped work to be gone. */
+const GONE_POLL_MS = 500;
+
+/** Whether the work is gone: the probe answered and printed nothing (a failing probe says nothing either way). */
+async function gone(stop: StopCommand): Promise<boolean> {
+  const [file, ...args] = stop.untilGone!;
+  const r = await execa(file!, args, { cwd: stop.cwd, env: stop.env, reject: false, timeout: 10_000 });
+  return r.exitCode === 0 && String(r.stdout).trim() === '';
 }
 
 export async function runStopCommand(stop: StopCommand, note: (msg: string) => void): Promise<void> {
   const [file, ...args] = stop.argv;
   if (!file) return;
+  const t0 = Date.now();
   const r = await execa(file, args, { cwd: stop.cwd, env: stop.env, reject: false, timeout: ON_STOP_TIMEOUT_MS, all: true });
   note(`stop command ${stop.argv.join(' ')}: exit ${r.exitCode ?? r.signal}${r.all ? `: ${String(r.all).trim().split('\n').at(-1)}` : ''}`);
+  if (!stop.untilGone?.length || r.exitCode !== 0) return;
+  while (!(await gone(stop))) {
+    if (Date.now() - t0 > ON_STOP_TIMEOUT_MS) {
+      note(`the stopped work is still there after ${Math.round((Date.now() - t0) / 1000)} s (${stop.untilGone.join(' ')}); going on`);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, GONE_POLL_MS));
+  }
+  note(`the stopped work is gone after ${((Date.now() - t0) / 1000).toFixed(1)} s`);
 }

@@ -17,15 +17,17 @@ export function slurmJobName(runId: string, stepId: string): string {
 
 /**
  * What a step launched by srun adds to its body: the job squeue finds (its id and nodes, for `status`), and
- * scancel of it when an attempt ends without success. srun forwards a SIGTERM to its tasks, but a SIGKILLed
- * srun (a worker that died with it) leaves the job step running on the nodes: the attempt that takes over the
- * step's directory runs the stop command too (lock.ts).
+ * scancel of it when an attempt ends without success, waiting until squeue no longer lists it. srun forwards a
+ * SIGTERM to its tasks, and Slurm cancels a step whose srun was SIGKILLed (measured on 22.05); the scancel is for
+ * whatever else leaves a job running without its attempt (an srun cut off from its worker), and the attempt
+ * that takes over the step's directory runs it too (lock.ts).
  */
 export function slurmTracking(software: Recipe['software'], pool: Pool, jobName: string): Pick<StepBody, 'job' | 'onStop'> {
   if (pool.launcher !== 'slurm') return {};
   return {
     job: { scheduler: 'slurm', name: jobName, probe: { argv: [software.squeue, '--noheader', `--name=${jobName}`, '--format=%i|%N'] } },
-    onStop: { argv: [software.scancel, `--name=${jobName}`] },
+    // scancel returns at once; the ranks exit (saving, on SIGTERM) within the cluster's KillWait: wait for it.
+    onStop: { argv: [software.scancel, `--name=${jobName}`], untilGone: { argv: [software.squeue, '--noheader', `--name=${jobName}`, '--format=%i'] } },
   };
 }
 

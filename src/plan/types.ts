@@ -127,7 +127,15 @@ export interface PlanStep {
    * dies without running it, the attempt that takes the directory over does. null: stopping the process group
    * is enough.
    */
-  onStop?: { argv: string[] } | null;
+  onStop?: {
+    argv: string[];
+    /**
+     * A command that prints something while the stopped work still runs (`squeue --name=…`): the stop waits until
+     * it prints nothing, since `scancel` returns before the job's ranks have exited (and they may save on the
+     * way out), and no next attempt may train in the directory meanwhile.
+     */
+    untilGone?: { argv: string[] };
+  } | null;
   /**
    * The batch-scheduler job an attempt runs as (srun names it), and the command that finds its id and nodes
    * (`squeue … --format=%i|%N`, one `id|nodes` row): `status` shows them. Its `{attempt}`/`{launch}`

@@ -3,7 +3,8 @@
  * and a real worker against a real dev server: `srun … --kill-on-bad-exit=1 torchrun --nnodes=2 … --rdzv_backend
  * c10d`, the argv the 7B plan renders on a slurm pool, one torchrun and one rank per node. A rank SIGKILLed (a
  * crash, resumed with both ranks from the newest complete checkpoint), `infir2 cancel` (no rank, no srun, no job
- * left), a rank taken by Slurm's cgroup OOM handler (classified oom). `status` names the Slurm job and its nodes.
+ * left), the submit host lost (worker and srun SIGKILLed: Slurm ends the step, the next attempt resumes it), a rank
+ * taken by Slurm's cgroup OOM handler (classified oom). `status` names the Slurm job and its nodes.
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -187,6 +188,38 @@ describe('the local trainer under srun + torchrun on a real Slurm', () => {
     await nothingLeft(plan.runDir);
     console.log(`[slurm] cancel: no rank, srun or job step left ${((Date.now() - cancelledAt) / 1000).toFixed(1)} s after infir2 cancel returned`);
     expect((await h.describe()).status.name).toBe('CANCELLED');
+  }, 300_000);
+
+  it('the submit host lost, worker and srun SIGKILLed: Slurm ends the job step, the next attempt resumes it', async () => {
+    const plan = await slurmPlan('host-lost', ['cpt.iterations=120']);
+    // The shared worker steps aside, so that the step lands on the one that will be lost.
+    await env.stopWorker(env.workers[0]!);
+    const victim = await env.startWorker([], ['local'], slurm.env);
+    const h = await startPlan(env, plan);
+    await waitFor('cpt.stable past iteration 12', () => lastIteration(plan.runDir, 'cpt.stable') >= 12, 180_000);
+    const srun = processesMentioning(plan.runDir).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]!.endsWith('srun'))!;
+    expect(srun).toBeGreaterThan(0);
+    const ranks = [rankPid(plan.runDir, 0)!, rankPid(plan.runDir, 1)!];
+    // The whole submit host goes: the worker and srun, SIGKILLed (srun forwards nothing).
+    process.kill(victim.pid!, 'SIGKILL');
+    process.kill(srun, 'SIGKILL');
+    const lostAt = Date.now();
+    // Slurm cancels a job step whose srun is gone: the ranks do not train on unsupervised.
+    await waitFor('the ranks to end with their srun', () => ranks.every((pid) => !existsSync(`/proc/${pid}`)) && slurm.steps().length === 0, 30_000);
+    console.log(`[slurm] srun SIGKILLed → Slurm ended its job step's ranks ${((Date.now() - lostAt) / 1000).toFixed(1)} s later`);
+    await env.startWorker([], ['local'], slurm.env);
+
+    const steps = await stepsOf(h);
+    console.log(`[slurm] worker and srun SIGKILLed → run completed ${((Date.now() - lostAt) / 1000).toFixed(1)} s later`);
+    expect(steps['cpt.stable']!.failures).toEqual({ preempted: 1 });
+    // The attempt that took the directory over ran the lost attempt's stop command all the same.
+    const log = readFileSync(join(plan.runDir, 'logs', 'cpt.stable.log'), 'utf8');
+    expect(log).toMatch(/stopping the work of .* attempt 1: scancel --name=infir2-host-lost-cpt-stable-a1-/);
+    const attempts = attemptsOf(plan.runDir, 'cpt.stable');
+    const from = Number(/resuming from iteration (\d+)/.exec(attempts.at(-1)!.note)?.[1]);
+    expect(from).toBe(Math.floor(attempts[0]!.iterations.at(-1)! / 5) * 5);
+    expect(attempts.at(-1)!.iterations.at(-1)).toBe(110);
+    await nothingLeft(plan.runDir);
   }, 300_000);
 
   it("a rank taken by Slurm's cgroup OOM handler is classified oom", async () => {

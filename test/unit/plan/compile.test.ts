@@ -120,7 +120,10 @@ describe('compilePlan', () => {
       name: 'infir2-r1-cpt-stable-a{attempt}-{launch}',
       probe: { argv: ['squeue', '--noheader', '--name=infir2-r1-cpt-stable-a{attempt}-{launch}', '--format=%i|%N'] },
     });
-    expect(step(slurm, 'cpt.stable').onStop).toEqual({ argv: ['scancel', '--name=infir2-r1-cpt-stable-a{attempt}-{launch}'] });
+    expect(step(slurm, 'cpt.stable').onStop).toEqual({
+      argv: ['scancel', '--name=infir2-r1-cpt-stable-a{attempt}-{launch}'],
+      untilGone: { argv: ['squeue', '--noheader', '--name=infir2-r1-cpt-stable-a{attempt}-{launch}', '--format=%i'] },
+    });
     expect(step(await planOf('infir2-7b'), 'cpt.stable').job).toBeUndefined();
     const local = await planOf('infir2-7b', ['pools.megatron.launcher=local']);
     expect(step(local, 'cpt.stable').command.argv.slice(0, 5)).toEqual(['torchrun', '--standalone', '--nnodes=1', '--nproc_per_node=8', '/root/Megatron-LM/pretrain_gpt.py']);
