@@ -1,4 +1,5 @@
 /** The activities a pool worker registers. Built by a factory so that each worker injects its own GPU slots. */
+import { notify } from './notify.js';
 import { createRunStep, type SupervisorOptions } from './run-step.js';
 
 export function createActivities(opts: SupervisorOptions) {
@@ -8,3 +9,7 @@ export function createActivities(opts: SupervisorOptions) {
 }
 
 export type Activities = ReturnType<typeof createActivities>;
+
+/** The activities of the orchestrator queue: the run's notifications (their URLs are in its workers' environment). */
+export const orchestratorActivities = { notify };
+export type OrchestratorActivities = typeof orchestratorActivities;

@@ -106,6 +106,7 @@ class Compiler implements BuildContext {
         Object.entries(r.pools).map(([name, p]) => [name, { taskQueue: p.taskQueue, nodes: p.nodes, gpusPerNode: p.gpusPerNode, launcher: p.launcher }]),
       ),
       steps: this.steps,
+      ...(r.notify ? { notify: { webhooks: r.notify.webhooks.map((w) => ({ url: w.url, format: w.format, events: [...w.events] })) } } : {}),
     };
   }
 

@@ -1,7 +1,7 @@
 /** The human view of a Plan: a stage table, one row per step, as `infir2 plan` prints it. */
 import { basename } from 'node:path';
 import { describeStallSpec, shortDuration } from './stall-words.js';
-import type { Plan, PlanStep } from './types.js';
+import { NOTIFY_EVENTS, type Plan, type PlanStep, type WebhookSpec } from './types.js';
 
 /** `torchrun … pretrain_gpt.py`, `ray job submit … train.py`, `python main.py pretrain`. */
 export function commandHead(step: PlanStep): string {
@@ -44,7 +44,15 @@ export function formatPlanTable(plan: Plan): string {
     '',
     'stall limits (silent longer than this: a hang, stopped and retried):',
     ...stallLines(plan.steps),
+    ...(plan.notify ? ['', 'notify (sent by the workers of the orchestrator queue):', ...plan.notify.webhooks.map(webhookLine)] : []),
   ].join('\n');
+}
+
+/** `  env:SLACK_URL (slack): run.failed, step.hang`; a URL written in the recipe is shown by its host only. */
+function webhookLine(w: WebhookSpec): string {
+  const where = w.url.startsWith('env:') ? w.url : `${w.url.replace(/^(https?:\/\/[^/]+).*$/, '$1')}/…`;
+  const events = w.events.length === NOTIFY_EVENTS.length ? 'every event' : w.events.join(', ');
+  return `  ${where} (${w.format}): ${events}`;
 }
 
 /** Steps with the same limits share a line, in plan order. */

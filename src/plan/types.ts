@@ -203,4 +203,32 @@ export interface Plan {
   pools: Record<string, PoolSpec>;
   /** Topologically ordered. */
   steps: PlanStep[];
+  /** Webhooks told of the run's events (absent: none). */
+  notify?: NotifySpec;
+}
+
+/**
+ * What a webhook can be told: the run's end (completed, failed, cancelled), a step retried (with its failure
+ * class), a hang detected, and a step's retry budget nearly spent (one more failure of that class without a new
+ * checkpoint fails the step).
+ */
+export const NOTIFY_EVENTS = ['run.completed', 'run.failed', 'run.cancelled', 'step.retried', 'step.hang', 'step.budget'] as const;
+export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
+
+/** `env:NAME`: a value named by reference, read from the worker's environment variable NAME. */
+export const ENV_REF_RE = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
+
+export interface WebhookSpec {
+  /**
+   * `env:NAME`: the URL is the value of the worker's environment variable NAME, read when the event is sent (a
+   * webhook URL usually holds its token, so only the name travels in the plan and history); or the URL itself.
+   */
+  url: string;
+  /** `slack`: Slack's incoming-webhook JSON (`{"text": …}`); `json`: the event's fields. */
+  format: 'slack' | 'json';
+  events: NotifyEvent[];
+}
+
+export interface NotifySpec {
+  webhooks: WebhookSpec[];
 }

@@ -8,6 +8,7 @@ import { intervalHints } from './goodput-advice.js';
 import { error, warning, type Issue } from './issues.js';
 import type { Arch, Recipe } from './schema.js';
 import { STAGE_CHECKS, type Check } from './lint-stages.js';
+import { ENV_REF_RE } from '../plan/types.js';
 
 const ITER_DIR = /(^|\/)(iter_\d{7}|release)\/?$/;
 
@@ -181,7 +182,13 @@ const placeholders: Check = (r) => {
   return found.length ? [warning('(recipe)', `still the InfiR2 scripts' placeholder paths: ${found.join(', ')}`)] : [];
 };
 
-const CHECKS: Check[] = [...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints];
+/** A webhook URL written in the recipe travels in the plan and history, and usually holds the receiver's token. */
+const webhookUrls: Check = (r) =>
+  (r.notify?.webhooks ?? []).flatMap((w, i) =>
+    ENV_REF_RE.test(w.url) ? [] : [warning(`notify.webhooks.${i}.url`, 'is written in the recipe, so it travels in the plan and the run\'s history: put it in a worker environment variable and write env:NAME')],
+  );
+
+const CHECKS: Check[] = [...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints, webhookUrls];
 
 /** Every problem found; errors first, then warnings, then hints, each in recipe order. */
 export function lintRecipe(r: Recipe): Issue[] {

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { count, name, path, slug } from './fields.js';
 import { PRECISIONS, goodput, logs, model, pool, software } from './schema-common.js';
+import { notify } from './schema-notify.js';
 import { convert, cpt, evalConfig, rl, sftStage } from './schema-stages.js';
 
 // The parts' public names, so that the rest of the project imports the recipe format from this one module.
@@ -37,6 +38,7 @@ export const recipeSchema = z.strictObject({
   convert: convert.optional(),
   rl: rl.optional(),
   eval: evalConfig.optional(),
+  notify: notify.optional(),
 });
 
 export type Recipe = z.output<typeof recipeSchema>;

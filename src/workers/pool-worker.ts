@@ -6,7 +6,7 @@
  */
 import { Runtime, Worker, type Logger } from '@temporalio/worker';
 import { hostname } from 'node:os';
-import { createActivities } from '../activities/index.js';
+import { createActivities, orchestratorActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
@@ -87,6 +87,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         namespace,
         taskQueue: ORCHESTRATOR_TASK_QUEUE,
         workflowBundle: await workflowBundle(encrypting),
+        activities: orchestratorActivities,
         dataConverter,
         // A workflow task waits this long on a dead worker's sticky queue before any worker may take it
         // (default 10 s): it adds straight to the recovery time after a worker dies.

@@ -26,6 +26,8 @@ import { withAttempt } from '../plan/goodput.js';
 import { initialStepState, type RunStatus, type StepResult, type StepState } from '../plan/contracts.js';
 import { statusQuery, stepUpdateSignal } from './definitions.js';
 import { stageRun } from './stage-run.js';
+import { tell } from './notify.js';
+import { runEnded, type RunRef } from './notify-events.js';
 import { statusMarkdown } from './status-table.js';
 
 export interface RecipeRunOptions {
@@ -107,6 +109,7 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
           taskQueue: pool?.taskQueue ?? step.pool,
           heartbeatTimeoutSec: options.heartbeatTimeoutSec ?? 60,
           retryDelaySec: options.retryDelaySec ?? 5,
+          ...(plan.notify ? { notify: plan.notify } : {}),
         },
       ],
       // A cancelled or failed run cancels its steps, whose supervisors stop the trainers.
@@ -171,10 +174,13 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   // Steps that never started because something before them failed or the run was cancelled.
   for (const st of status.steps) if (st.status === 'pending') st.status = failed || cancelled ? 'skipped' : st.status;
 
+  const run: RunRef = { recipe: plan.recipe, runId: plan.runId, workflowId: runWfId, execution: workflowInfo().runId };
   if (cancelled || CancellationScope.current().consideredCancelled) {
     status.status = 'cancelled';
     status.message = 'cancelled';
     refresh();
+    // The run's scope is cancelled: the webhooks are told from a scope that is not.
+    if (plan.notify) await CancellationScope.nonCancellable(() => tell(plan.notify, runEnded(run, 'cancelled', null)));
     // Histories of runs cancelled before this memo existed replay without it.
     if (patched('cancelled-status-memo')) upsertMemo({ [MEMO.finalStatus]: status });
     // Thrown while cancellation was requested, a CancelledFailure closes the run as Canceled, not Failed.
@@ -184,9 +190,11 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     status.status = 'failed';
     status.message = failed;
     refresh();
+    await tell(plan.notify, runEnded(run, 'failed', failed));
     throw ApplicationFailure.nonRetryable(failed, 'RunFailed', status);
   }
   status.status = 'completed';
   refresh();
+  await tell(plan.notify, runEnded(run, 'completed', `${plan.steps.length} steps`));
   return { status, results };
 }

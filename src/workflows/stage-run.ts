@@ -18,11 +18,13 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { PlanStep, RetryBudgets } from '../plan/types.js';
+import type { NotifySpec, PlanStep, RetryBudgets } from '../plan/types.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failedAttemptTime, failureFacts } from './failures.js';
 import { highWater, withAttempt } from '../plan/goodput.js';
+import { tell } from './notify.js';
+import { stepFailed, type RunRef } from './notify-events.js';
 import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
 import { stepTable, timeTable } from './status-table.js';
 
@@ -38,6 +40,8 @@ export interface StageRunInput {
   retryDelaySec: number;
   /** Carried over continue-as-new. */
   state?: StepState;
+  /** The run's webhooks (plan.notify): told of this step's retries, hangs and spent budgets. */
+  notify?: NotifySpec;
 }
 
 /** Time the supervisor needs after the attempt limit to stop the process and report. */
@@ -61,6 +65,11 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
   // Where the step's time goes, attempt by attempt (plan/goodput.ts); a state from before the accounting starts it now.
   state.time ??= { gpus: step.gpus, attempts: [] };
   const parent = workflowInfo().parent;
+  const run: RunRef = { recipe: input.recipe, runId: input.runId, workflowId: parent?.workflowId ?? workflowInfo().workflowId, execution: parent?.runId ?? workflowInfo().runId };
+  /** This attempt's events, in order, to the run's webhooks (nothing without `notify`). */
+  const tellFailure = async (f: Parameters<typeof stepFailed>[1]) => {
+    for (const e of input.notify ? stepFailed(run, f) : []) await tell(input.notify, e);
+  };
 
   const publish = (toParent: boolean) => {
     const time = timeTable([state]);
@@ -91,6 +100,7 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
   });
 
   let pauseSec = input.retryDelaySec;
+  let failureTold: Promise<void> = Promise.resolve();
   for (;;) {
     state.attempts += 1;
     state.status = 'running';
@@ -122,10 +132,12 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
       state.failuresWithoutProgress = v.memory.streaks;
       state.checkpointAtFailure = v.memory.checkpoint;
       state.lastFailure = { class: cls, message };
+      const told = tellFailure({ step: step.id, attempt: state.attempts, cls, message, retried: v.retry, streak: v.streak, budget: cls === 'config' ? 0 : step.retries[cls] });
       if (!v.retry) {
         state.status = 'failed';
         state.endedAt = new Date().toISOString();
         publish(true);
+        await told;
         throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${v.why})`, 'StepFailed', state);
       }
       pauseSec = retryPauseSec(cls, v.streak, input.retryDelaySec);
@@ -135,8 +147,10 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
         state.waiting = { reason: message.replace(`${step.id}: storage: `, ''), since: new Date(now).toISOString(), until: new Date(now + pauseSec * 1000).toISOString() };
       }
       publish(true);
+      failureTold = told;
     }
-    await sleep(`${pauseSec}s`);
+    // The webhooks are told during the pause: a slow receiver delays the next attempt only past the pause.
+    await Promise.all([failureTold, sleep(`${pauseSec}s`)]);
     if (workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof stageRun>({ ...input, state });
     }

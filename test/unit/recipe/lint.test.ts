@@ -33,6 +33,8 @@ describe('lint', () => {
     ['an SFT stage with nothing to start from', 'tiny', ['cpt=null'], /^sft\.0\.refLoad: nothing to start from/],
     ['an export with no training stage', 'tiny', ['cpt=null', 'sft=null', 'rl=null', 'eval.models=[fp8]'], /^convert: nothing to export/],
     ['a block size bf16_cast_fp8.py does not have', 'infir2-7b', ['convert.fp8.blockSize=64'], /^convert\.fp8\.blockSize: InfiR2's bf16_cast_fp8\.py quantises 128×128 blocks only/],
+    ['a webhook URL that is not http(s)', 'tiny', ['notify.webhooks=[{url: "ftp://x/y"}]'], /^notify\.webhooks\.0\.url: expected env:NAME \(the worker's environment variable that holds the URL\) or an http\(s\) URL/],
+    ['a webhook event that does not exist', 'tiny', ['notify.webhooks=[{url: "env:HOOK", events: [run.done]}]'], /^notify\.webhooks\.0\.events\.0: /],
     ['an SFT file smaller than one batch', 'infir2-7b', ['sft.0.samples=10'], /^sft\.0\.samples: 10 rows make no full batch of 64/],
     ['more ranks than GPUs', 'infir2-7b', ['pools.megatron.ranksPerNode=16'], /^pools\.megatron\.ranksPerNode: 16 ranks on 8 GPUs per node: expected at most one rank per GPU/],
     ['a local global batch two ranks cannot share', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2'], /^cpt\.globalBatchSize: 16 is not a multiple of ranks \(2\) × microBatchSize \(16\)/],
@@ -49,6 +51,7 @@ describe('lint', () => {
     ['the InfiR2 placeholder paths', 'infir2-7b', [], /^\(recipe\): still the InfiR2 scripts' placeholder paths: model\.hf, /],
     ['a vocab that differs between CPT and SFT', 'infir2-1.5b', [], /^sft\.0\.arch\.vocabSize: 151936 differs from model\.arch\.vocabSize 152064/],
     ['an FP8 export without fmt that RL does not read', 'infir2-1.5b', ['convert.fp8.fmt=none'], /^convert\.fp8\.fmt: the FP8 config would have no quantization_config\.fmt/],
+    ['a webhook URL written in the recipe', 'tiny', ['notify.webhooks=[{url: "https://hooks.example/T/B/token"}]'], /^notify\.webhooks\.0\.url: is written in the recipe, so it travels in the plan and the run's history/],
     ['a CPT that starts from random weights', 'infir2-7b', ['model.base=null'], /^model\.base: not set: CPT starts from random weights/],
     ['a local SFT stage on a torchrun pool, which stays one process', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2', 'cpt.microBatchSize=8'], /^sft\.0\.pool: the local trainer is data-parallel in pretraining only/],
   ])('warns about %s', async (_what, preset, sets, message) => {
