@@ -25,6 +25,7 @@ import { mkdirSync } from 'node:fs';
 import type { Progress, StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, quarantinePartials } from '../rundir/checkpoints.js';
 import { prunePartials } from '../rundir/checkpoint-health.js';
+import { CheckpointGoneError, pinCheckpoint } from '../rundir/retention.js';
 import { runDirVerdict } from '../rundir/run-identity.js';
 import { isStorageError, storageReason } from '../rundir/storage.js';
 import { failure, openAttempt, type Attempt, type RunStepInput } from './attempt.js';
@@ -36,6 +37,7 @@ import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
 import { untilServerAnswers, type ServerProbe } from './server-wait.js';
+import { Pruner } from './retention-runner.js';
 import { watchSchedulerJob } from './scheduler-job.js';
 import { supervise, type AttemptEnd } from './supervise.js';
 import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
@@ -83,14 +85,25 @@ export function createRunStep(opts: SupervisorOptions) {
       let result: StepResult;
       if (resumeFrom === 'done') result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
       else {
-        const { trainer, pgid, oomKills, secretValues } = await launch(a, held, resumeFrom, opts.gpus);
-        // The scheduler job it runs as (srun's), found while it trains: `status` shows its id and nodes.
-        const jobWatch = new AbortController();
-        const job = watchSchedulerJob(a, a.step.command.env, jobWatch.signal);
-        const end = await supervise(a, trainer, pgid, held.lock!, opts).finally(() => jobWatch.abort());
-        await job;
-        // Output lines become failure messages, which go into history: a secret the trainer printed must not.
-        end.tail = end.tail.map((l) => redact(l, secretValues));
+        // A first attempt that loads another root's checkpoint (a fork's source) pins it while it runs.
+        const unpin = await pinReads(a, resumeFrom);
+        const pruner = new Pruner(a);
+        pruner.request();
+        let end: AttemptEnd;
+        let oomKills: OomWatch | null;
+        try {
+          const launched = await launch(a, held, resumeFrom, opts.gpus);
+          oomKills = launched.oomKills;
+          // The scheduler job it runs as (srun's), found while it trains: `status` shows its id and nodes.
+          const jobWatch = new AbortController();
+          const job = watchSchedulerJob(a, a.step.command.env, jobWatch.signal);
+          end = await supervise(a, launched.trainer, launched.pgid, held.lock!, opts, pruner).finally(() => jobWatch.abort());
+          await job;
+          // Output lines become failure messages, which go into history: a secret the trainer printed must not.
+          end.tail = end.tail.map((l) => redact(l, launched.secretValues));
+        } finally {
+          unpin();
+        }
         result = await conclude(a, end, oomKills);
       }
       await untilServerAnswers(a, serverProbe(a, opts));
@@ -170,6 +183,25 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
   } finally {
     clearInterval(waitBeat);
   }
+}
+
+/**
+ * Pin the checkpoints of other roots the step's first attempt loads (checkpoint.reads); a resumed attempt loads
+ * its own. One that retention has deleted is a configuration failure naming it. Returns the release.
+ */
+async function pinReads(a: Attempt, resumeFrom: number | null): Promise<() => void> {
+  const reads = resumeFrom === null ? (a.step.checkpoint?.reads ?? []) : [];
+  const releases: (() => void)[] = [];
+  const owner = `${a.ctx.info.workflowExecution?.workflowId ?? a.step.id} attempt ${a.input.attempt}`;
+  try {
+    for (const r of reads) releases.push(await pinCheckpoint(r.dir, r.iteration, owner));
+  } catch (err) {
+    for (const release of releases) release();
+    if (!(err instanceof CheckpointGoneError)) throw err;
+    a.note(`attempt ${a.input.attempt} not started: ${err.message}`);
+    throw failure(a, 'config', err.message);
+  }
+  return () => releases.forEach((release) => release());
 }
 
 /** Record (or end) a wait in the progress, which the heartbeat carries to `status`; sent at once. */

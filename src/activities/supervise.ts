@@ -13,6 +13,7 @@ import type { DirLock } from './lock.js';
 import { LineSplitter } from './line-splitter.js';
 import { parserFor } from './progress-parsers.js';
 import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
+import type { Pruner } from './retention-runner.js';
 import type { Trainer } from './trainer-process.js';
 import { fixedStallSpec, newRhythm, observe, stallLimit } from './stall-policy.js';
 import { launched, observeTime } from './time-ledger.js';
@@ -37,7 +38,7 @@ export interface AttemptEnd {
 const TAIL_LINES = 60;
 const WATCHDOG_TICK_MS = 250;
 
-export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }): Promise<AttemptEnd> {
+export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }, pruner?: Pruner): Promise<AttemptEnd> {
   const { step, progress, note, ctx } = a;
   const parse = parserFor(step.progress.format);
   const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null, stall: null };
@@ -95,7 +96,11 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     observe(stallSpec, rhythm, ev, now);
     if (progress.time) observeTime(progress.time, ev, now, redoUntil);
     const limitChanged = showLimit();
-    if (checkpointSaved) signalWorkflow();
+    if (checkpointSaved) {
+      signalWorkflow();
+      // Retention runs between saves: the one just reported is complete, the next has not begun.
+      pruner?.request();
+    }
     if (advanced || limitChanged) beat();
   };
 
@@ -171,6 +176,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   // The leader is gone; nothing it started may outlive the attempt.
   if (stopping) await stopping;
   await terminateGroup(pgid, 2_000);
+  await pruner?.idle();
   end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   end.signal = result.signal ?? null;
   return end;

@@ -8,11 +8,11 @@ import { iterDirName } from '../backends/argv.js';
 import type * as local from '../backends/local.js';
 import { distributedLauncher, slurmJobName, slurmTracking, torchLaunch } from '../backends/launch.js';
 import type { StepBody } from '../backends/types.js';
-import { cptBoundaries, fp8Enabled, lastCheckpoint, poolRanks, sftSteps } from '../recipe/derived.js';
+import { BYTES_PER_PARAM_WITH_OPTIMIZER, cptBoundaries, fp8Enabled, lastCheckpoint, paramCount, poolRanks, sftSteps } from '../recipe/derived.js';
 import { SLUG_HINT, SLUG_RE } from '../recipe/fields.js';
 import { error, RecipeError } from '../recipe/issues.js';
 import { projectRoot as findProjectRoot } from '../recipe/project-root.js';
-import type { Arch, EvalModel, Recipe } from '../recipe/schema.js';
+import type { Arch, EvalModel, Keep, Recipe } from '../recipe/schema.js';
 import { BUILD, type BuildContext, type LocalStage } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
@@ -139,6 +139,28 @@ class Compiler implements BuildContext {
     });
   }
 
+  /**
+   * The step's checkpoint retention (none when `keep` limits nothing) and the checkpoints of other roots it
+   * reads. `protect`: the iterations later steps load (dropped with `keep.boundaries: false`, which lint refuses
+   * where one is loaded); `span`: the iterations the step trains.
+   */
+  private withRetention(body: StepBody, keep: Keep, protect: number[], span: number, saveInterval: number, arch: Arch, reads: { dir: string; iteration: number }[] = []): StepBody {
+    if (!body.checkpoint) return body;
+    const checkpoint = { ...body.checkpoint, ...(reads.length ? { reads } : {}) };
+    const last = keep.last ?? null;
+    const every = keep.every ?? null;
+    if (last === null && every === null) return { ...body, checkpoint };
+    const kept = [...new Set(keep.boundaries ? protect : [])].sort((a, b) => a - b);
+    const saves = Math.ceil(span / saveInterval) + kept.length;
+    const maxKept = Math.min(saves, (last ?? 0) + (every === null ? 0 : Math.ceil(span / every)) + kept.length + 1);
+    const summary = [last !== null ? `keep last ${last}` : 'keep', every !== null ? `every ${every}` : null, kept.length ? `boundaries ${kept.join(', ')}` : null]
+      .filter(Boolean)
+      .join(', ');
+    const params = paramCount(arch);
+    const retention = { last, every, protect: kept, summary, maxKept, checkpointBytes: { withOptimizer: params * BYTES_PER_PARAM_WITH_OPTIMIZER, weightsOnly: params * 2 } };
+    return { ...body, checkpoint: { ...checkpoint, retention } };
+  }
+
   private poolOf(name: string) {
     const pool = this.r.pools[name];
     // lint reports unknown pools; a programmatic caller that skipped it gets the same message.
@@ -177,7 +199,10 @@ class Compiler implements BuildContext {
     const phases = cptLineage(cpt, { cptRoot: this.layout.cptRoot, decayRoot, base: this.r.model.base }, this.opts.fork);
     let prev: string | null = null;
     for (const phase of phases) {
-      const body = BUILD.cpt[cpt.backend](this, { phase, cpt });
+      // Boundaries: the ends of the phases that save into this phase's root (warmup and stable share one).
+      const protect = phases.filter((p) => p.saveDir === phase.saveDir).map((p) => p.end);
+      const reads = phase.first.load !== phase.saveDir && typeof phase.first.ckptStep === 'number' ? [{ dir: phase.first.load, iteration: phase.first.ckptStep }] : [];
+      const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, phase.end - phase.start, cpt.saveInterval, this.r.model.arch, reads);
       this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body);
       prev = phase.id;
     }
@@ -195,7 +220,8 @@ class Compiler implements BuildContext {
       if (steps === undefined) throw new RecipeError([error(`sft.${i}.samples`, 'required: the number of rows in the data file')]);
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
-      this.add(id, 'sft', st.backend, st, dependsOn, BUILD.sft[st.backend](this, { id, stage: st, refLoad, saveDir, steps }));
+      const body = BUILD.sft[st.backend](this, { id, stage: st, refLoad, saveDir, steps });
+      this.add(id, 'sft', st.backend, st, dependsOn, this.withRetention(body, st.keep, [lastCheckpoint(st.backend, steps)], steps, st.saveInterval, this.archFor(st.arch)));
       last = { root: saveDir, iteration: lastCheckpoint(st.backend, steps), stepId: id };
     }
     return last;
@@ -241,7 +267,7 @@ class Compiler implements BuildContext {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = [last.stepId, hf.stepId];
       const body = BUILD.rl[rl.backend](this, { id, rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir });
-      this.add(id, 'rl', rl.backend, rl, dependsOn, body);
+      this.add(id, 'rl', rl.backend, rl, dependsOn, this.withRetention(body, rl.keep, [lastCheckpoint(rl.backend, k.rollouts)], k.rollouts, rl.saveInterval, this.archFor(rl.arch)));
       last = { root: saveDir, iteration: lastCheckpoint(rl.backend, k.rollouts), stepId: id };
     }
     return last;

@@ -71,6 +71,27 @@ export interface CheckpointSpec {
   layout: 'megatron';
   /** The root passed to `--save` (never an `iter_*` directory). */
   dir: string;
+  /** Which complete checkpoints stay as newer ones are saved (rundir/retention.ts); absent: all of them. */
+  retention?: RetentionSpec;
+  /**
+   * Checkpoints of other roots the step's first attempt loads (a fork's decay: the source run's stable
+   * checkpoint): pinned while that attempt runs, so that the source's retention cannot delete them.
+   */
+  reads?: { dir: string; iteration: number }[];
+}
+
+export interface RetentionSpec {
+  /** The newest N complete checkpoints; null: no limit by count. */
+  last: number | null;
+  /** Also every checkpoint at a multiple of N; null: none. */
+  every: number | null;
+  /** Never deleted: the phase boundaries and final checkpoints later steps load. */
+  protect: number[];
+  /** The policy in words (`keep last 2, every 100, boundaries 10, 480`), for the record and the log. */
+  summary: string;
+  /** At most this many complete checkpoints on disk at once, and the bytes of one (with and without optimizer state). */
+  maxKept: number;
+  checkpointBytes: { withOptimizer: number; weightsOnly: number };
 }
 
 /** When is the step done: the process exited 0 and this holds. */

@@ -2,7 +2,7 @@
  * Numbers that follow from a recipe and that both lint and the compiler need: the WSD phase boundaries and
  * the step counts of SFT and RL stages (how slime and the local trainer count them).
  */
-import type { CptConfig, Pool, Recipe, SftStage } from './schema.js';
+import type { Arch, CptConfig, Pool, Recipe, SftStage } from './schema.js';
 
 export interface CptBoundaries {
   /** Iteration at which warmup ends (0: no warmup phase). */
@@ -45,3 +45,22 @@ export function fp8Enabled(r: Pick<Recipe, 'convert' | 'precision'>): boolean {
 export function poolRanks(pool: Pick<Pool, 'ranksPerNode' | 'gpusPerNode'>, gpusPerNode = pool.gpusPerNode): number {
   return pool.ranksPerNode ?? Math.max(1, gpusPerNode);
 }
+
+/**
+ * Parameters of a Qwen2/Llama-style model: embeddings (and an untied output layer), per layer the attention
+ * (grouped-query: Q and O of `hidden × hidden`, K and V of `hidden × groups × head dim`, Qwen's QKV biases), the
+ * SwiGLU MLP (three `hidden × ffn` matrices) and two norms, and the final norm. Qwen2.5-7B: 7.62 B.
+ */
+export function paramCount(a: Pick<Arch, 'numLayers' | 'hiddenSize' | 'ffnHiddenSize' | 'numAttentionHeads' | 'numQueryGroups' | 'vocabSize' | 'tieEmbeddings'>): number {
+  const headDim = a.hiddenSize / a.numAttentionHeads;
+  const kv = a.numQueryGroups * headDim;
+  const attention = 2 * a.hiddenSize * a.hiddenSize + 2 * a.hiddenSize * kv + a.hiddenSize + 2 * kv;
+  const layer = attention + 3 * a.hiddenSize * a.ffnHiddenSize + 2 * a.hiddenSize;
+  return a.numLayers * layer + a.vocabSize * a.hiddenSize * (a.tieEmbeddings ? 1 : 2) + a.hiddenSize;
+}
+
+/**
+ * Bytes per parameter of a checkpoint with the optimizer's state: BF16 weights (2), FP32 master weights (4) and
+ * Adam's two FP32 moments (8). Without it, the BF16 weights alone (2).
+ */
+export const BYTES_PER_PARAM_WITH_OPTIMIZER = 14;

@@ -188,7 +188,25 @@ const webhookUrls: Check = (r) =>
     ENV_REF_RE.test(w.url) ? [] : [warning(`notify.webhooks.${i}.url`, 'is written in the recipe, so it travels in the plan and the run\'s history: put it in a worker environment variable and write env:NAME')],
   );
 
-const CHECKS: Check[] = [...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints, webhookUrls];
+/** `keep.boundaries: false` deletes boundaries and finals; refused where a later step loads one. */
+const retention: Check = (r) => {
+  const out: Issue[] = [];
+  const refuse = (path: string, what: string) =>
+    out.push(error(`${path}.keep.boundaries`, `false would let retention delete ${what}: expected true (or leave it out)`));
+  if (r.cpt && !r.cpt.keep.boundaries) refuse('cpt', `the end of the stable phase, which cpt.decay loads`);
+  const sft = r.sft ?? [];
+  sft.forEach((s, i) => {
+    const next = i + 1 < sft.length ? `sft.stage${i + 2}` : r.convert ? 'convert.hf' : r.rl && !r.rl.refLoad ? 'rl.stage1' : null;
+    if (!s.keep.boundaries && next) refuse(`sft.${i}`, `its final checkpoint, which ${next} loads`);
+  });
+  const rl = r.rl;
+  if (rl && !rl.keep.boundaries && (rl.curriculum.length > 1 || (r.convert && r.eval?.models?.includes('rl')))) {
+    refuse('rl', `a curriculum stage's final checkpoint, which ${rl.curriculum.length > 1 ? 'the next stage' : 'convert.rl'} loads`);
+  }
+  return out;
+};
+
+const CHECKS: Check[] = [retention, ...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints, webhookUrls];
 
 /** Every problem found; errors first, then warnings, then hints, each in recipe order. */
 export function lintRecipe(r: Recipe): Issue[] {

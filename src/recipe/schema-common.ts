@@ -226,6 +226,23 @@ export const estimates = () =>
       `measured or estimated timings of this stage; with them \`infir2 plan\` shows the goodput of \`saveInterval\` and its Young–Daly optimum, and lint hints when the interval loses over ${100 * HINT_LOSS} points of goodput against it`,
     );
 
+/** Checkpoint retention of a training stage (rundir/retention.ts applies it as the step saves). */
+export const keep = () =>
+  z
+    .strictObject({
+      last: count().optional().describe('keep the newest N complete checkpoints; default: every checkpoint'),
+      every: count().optional().describe('also keep each checkpoint at a multiple of N iterations (a thinned history for forks and evaluations)'),
+      boundaries: z
+        .boolean()
+        .default(true)
+        .describe('keep the phase boundaries and final checkpoints (CPT: the end of warmup, stable and decay; SFT, RL: each stage\'s last); lint refuses `false` where a later step loads one'),
+    })
+    .prefault({})
+    .describe(
+      'which complete checkpoints stay on disk as newer ones are saved; the rest are deleted, and recorded in `<checkpoints>/.infir2-retention.jsonl`. Never deleted: the newest complete one, and one a reader (a fork\'s first load) has pinned',
+    );
+export type Keep = z.output<ReturnType<typeof keep>>;
+
 /** The failure model behind the checkpoint-interval advice (`estimates` of each stage). */
 export const goodput = z
   .strictObject({

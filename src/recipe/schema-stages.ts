@@ -3,7 +3,7 @@
  * conversion and evaluation. Assembled into the recipe by `schema.ts`.
  */
 import { z } from 'zod';
-import { ROLLOUT_STALL, TOOL_RETRIES, TRAIN_RETRIES, TRAIN_STALL, adaptiveStall, arch, archOverride, estimates, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
+import { ROLLOUT_STALL, TOOL_RETRIES, TRAIN_RETRIES, TRAIN_STALL, adaptiveStall, arch, archOverride, estimates, keep, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
 import { count, duration, name, natural, nonNegative, path, port, positive, unitInterval } from './fields.js';
 
 export const cpt = z
@@ -22,6 +22,7 @@ export const cpt = z
       .default('cosine')
       .describe('shape of the decay (`--lr-wsd-decay-style`)'),
     saveInterval: count().describe('iterations between checkpoints (`--save-interval`); phase boundaries are saved regardless'),
+    keep: keep(),
     estimates: estimates(),
     logInterval: count().default(1).describe('iterations between log lines (`--log-interval`); progress is read from them'),
     evalInterval: count().default(100).describe('iterations between validation runs (`--eval-interval`)'),
@@ -71,6 +72,7 @@ const slimeCommon = {
   recompute: z.boolean().default(true).describe('activation recomputation: `--recompute-granularity full --recompute-method uniform --recompute-num-layers 1`'),
   maxTokensPerGpu: count().optional().describe('dynamic batching: `--use-dynamic-batch-size --max-tokens-per-gpu N` instead of `microBatchSize`'),
   saveInterval: count().describe('steps (rollouts) between checkpoints (`--save-interval`)'),
+  keep: keep(),
   estimates: estimates(),
   globalBatchSize: count().describe('samples per optimizer step (`--global-batch-size`)'),
   microBatchSize: count().default(1).describe('samples per GPU per forward pass, without dynamic batching (`--micro-batch-size`)'),

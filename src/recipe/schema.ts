@@ -14,7 +14,7 @@ import { convert, cpt, evalConfig, rl, sftStage } from './schema-stages.js';
 
 // The parts' public names, so that the rest of the project imports the recipe format from this one module.
 export { PRECISIONS, LAUNCHERS } from './schema-common.js';
-export type { Arch, Pool, Parallel } from './schema-common.js';
+export type { Arch, Keep, Pool, Parallel } from './schema-common.js';
 export { EVAL_MODELS } from './schema-stages.js';
 export type { SftStage, RlConfig, ConvertConfig, EvalModel, Benchmark, EvalConfig } from './schema-stages.js';
 

@@ -33,6 +33,8 @@ describe('lint', () => {
     ['an SFT stage with nothing to start from', 'tiny', ['cpt=null'], /^sft\.0\.refLoad: nothing to start from/],
     ['an export with no training stage', 'tiny', ['cpt=null', 'sft=null', 'rl=null', 'eval.models=[fp8]'], /^convert: nothing to export/],
     ['a block size bf16_cast_fp8.py does not have', 'infir2-7b', ['convert.fp8.blockSize=64'], /^convert\.fp8\.blockSize: InfiR2's bf16_cast_fp8\.py quantises 128×128 blocks only/],
+    ['retention that would delete a boundary a later phase loads', 'tiny', ['cpt.keep.last=2', 'cpt.keep.boundaries=false'], /^cpt\.keep\.boundaries: false would let retention delete the end of the stable phase, which cpt\.decay loads/],
+    ['retention that would delete the checkpoint the next SFT stage loads', 'tiny', ['sft.0.keep.boundaries=false'], /^sft\.0\.keep\.boundaries: false would let retention delete its final checkpoint, which sft\.stage2 loads/],
     ['a webhook URL that is not http(s)', 'tiny', ['notify.webhooks=[{url: "ftp://x/y"}]'], /^notify\.webhooks\.0\.url: expected env:NAME \(the worker's environment variable that holds the URL\) or an http\(s\) URL/],
     ['a webhook event that does not exist', 'tiny', ['notify.webhooks=[{url: "env:HOOK", events: [run.done]}]'], /^notify\.webhooks\.0\.events\.0: /],
     ['an SFT file smaller than one batch', 'infir2-7b', ['sft.0.samples=10'], /^sft\.0\.samples: 10 rows make no full batch of 64/],
