@@ -82,13 +82,16 @@ export function createRunStep(opts: SupervisorOptions) {
       checkSecrets(a);
       await acquire(a, held, opts);
       const resumeFrom = chooseStart(a);
+      // Retention applies to what is on disk from the start (a resumed or finished step included).
+      const pruner = new Pruner(a);
+      pruner.request();
       let result: StepResult;
-      if (resumeFrom === 'done') result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
-      else {
+      if (resumeFrom === 'done') {
+        await pruner.idle();
+        result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
+      } else {
         // A first attempt that loads another root's checkpoint (a fork's source) pins it while it runs.
         const unpin = await pinReads(a, resumeFrom);
-        const pruner = new Pruner(a);
-        pruner.request();
         let end: AttemptEnd;
         let oomKills: OomWatch | null;
         try {

@@ -10,6 +10,7 @@ import { UsageError } from '../errors.js';
 import { loadCompiled } from './recipe-input.js';
 import { checkRunId, startRun } from './run.js';
 import { inspectCheckpointDir } from '../rundir/checkpoints.js';
+import { deletions } from '../rundir/retention.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun, startedPlan } from '../temporal/runs.js';
 
@@ -40,9 +41,9 @@ export async function run(argv: string[]): Promise<number> {
     if (!stable?.checkpoint) throw new UsageError(`${src.workflowId} has no cpt.stable step to fork from`);
     const insp = inspectCheckpointDir(stable.checkpoint.dir);
     if (!insp.complete.includes(iteration)) {
-      throw new UsageError(
-        `--from-iteration: ${stable.checkpoint.dir} has no complete checkpoint ${iteration} (complete: ${insp.complete.join(', ') || 'none'})`,
-      );
+      const gone = deletions(stable.checkpoint.dir).find((d) => d.iteration === iteration);
+      const why = gone ? `checkpoint ${iteration} was deleted by the run's retention policy (${gone.policy}) at ${gone.deletedAt}` : `${stable.checkpoint.dir} has no complete checkpoint ${iteration}`;
+      throw new UsageError(`--from-iteration: ${why} (complete: ${insp.complete.join(', ') || 'none'})`);
     }
     const recipeFile = join(srcPlan.runDir, 'recipe.json');
     if (!existsSync(recipeFile)) throw new UsageError(`${src.workflowId}: its resolved recipe ${recipeFile} is missing`);

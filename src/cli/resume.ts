@@ -13,6 +13,9 @@ import { follow } from './follow.js';
 import { recipeChangeNote } from './recipe-changes.js';
 import { planDetails, planSummary } from './run.js';
 import { table } from './status-view.js';
+import type { Plan } from '../plan/types.js';
+import { inspectCheckpointDir } from '../rundir/checkpoints.js';
+import { deletions } from '../rundir/retention.js';
 import { runDirVerdict } from '../rundir/run-identity.js';
 import { clearForRerun, decideResume, keptResults, type ResumeDecision } from '../rundir/resume.js';
 import { MEMO, ORCHESTRATOR_TASK_QUEUE, SA } from '../temporal/constants.js';
@@ -30,6 +33,18 @@ export const OPTIONS = {
 export function renderDecisions(ds: ResumeDecision[]): string {
   const rows = [['STEP', 'ACTION', 'WHY'], ...ds.map((d) => [d.stepId, d.action === 'resume' ? `resume from ${d.iteration}` : d.action, d.reason])];
   return table(rows);
+}
+
+/** `cpt.stable: retention (keep last 2, boundaries 10, 480) deleted 8 checkpoints (10 … 80); complete on disk: 90, 100`. */
+export function retentionLines(plan: Plan): string[] {
+  return plan.steps.flatMap((s) => {
+    const ck = s.checkpoint;
+    if (!ck?.retention) return [];
+    const gone = deletions(ck.dir).map((d) => d.iteration);
+    if (!gone.length) return [];
+    const list = gone.length > 4 ? `${gone[0]} … ${gone.at(-1)}` : gone.join(', ');
+    return [`${s.id}: retention (${ck.retention.summary}) deleted ${gone.length} checkpoint${gone.length > 1 ? 's' : ''} (${list}); complete on disk: ${inspectCheckpointDir(ck.dir).complete.join(', ') || 'none'}`];
+  });
 }
 
 export async function run(argv: string[]): Promise<number> {
@@ -59,6 +74,8 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
   const status = await recordedStatus(ref);
   const decisions = decideResume(plan, status, { from: o.from });
   process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
+  // What retention deleted is not there to resume or fork from: say so, per step.
+  for (const line of retentionLines(plan)) process.stdout.write(`${line}\n`);
   // The run goes on with the plan it recorded; an edited recipe file is only named, never applied.
   const changed = await recipeChangeNote(plan.runDir);
   if (changed) process.stdout.write(`${changed}\n`);

@@ -44,8 +44,22 @@ export function formatPlanTable(plan: Plan): string {
     '',
     'stall limits (silent longer than this: a hang, stopped and retried):',
     ...stallLines(plan.steps),
+    ...retentionLines(plan.steps),
     ...(plan.notify ? ['', 'notify (sent by the workers of the orchestrator queue):', ...plan.notify.webhooks.map(webhookLine)] : []),
   ].join('\n');
+}
+
+const gb = (bytes: number) => `${bytes >= 1e10 ? Math.round(bytes / 1e9) : Number((bytes / 1e9).toPrecision(2))} GB`;
+
+/** The disk a step's retention bounds: at most K checkpoints × the size of one, with and without optimizer state. */
+function retentionLines(steps: PlanStep[]): string[] {
+  const lines = steps.flatMap((s) => {
+    const r = s.checkpoint?.retention;
+    if (!r) return [];
+    const { withOptimizer: w, weightsOnly: o } = r.checkpointBytes;
+    return [`  ${s.id}: ${r.summary} → at most ${r.maxKept} checkpoints × ${gb(w)} = ${gb(r.maxKept * w)} with optimizer state (${gb(r.maxKept * o)} weights only)`];
+  });
+  return lines.length ? ['', 'checkpoint retention (what stays on disk; the rest is deleted as newer checkpoints are saved):', ...lines] : [];
 }
 
 /** `  env:SLACK_URL (slack): run.failed, step.hang`; a URL written in the recipe is shown by its host only. */
