@@ -40,7 +40,8 @@ export async function watchSchedulerJob(a: Attempt, env: Record<string, string>,
   while (!stop.aborted && Date.now() < deadline) {
     const r = await execa(file, args, { env, cwd: a.step.command.cwd, reject: false, timeout: PROBE_TIMEOUT_MS, cancelSignal: stop });
     const job = r.exitCode === 0 ? parseJobRow(spec.scheduler, String(r.stdout)) : null;
-    if (job && job.id !== a.progress.job?.id) {
+    // A pending job (no nodes yet: the previous attempt's job may still hold them) is noted, then again once placed.
+    if (job && (job.id !== a.progress.job?.id || job.nodes !== a.progress.job?.nodes)) {
       a.progress.job = job;
       a.note(`${job.scheduler} job ${job.id}${job.nodes ? ` on ${job.nodes}` : ' (pending)'}`);
       a.ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() });
