@@ -53,6 +53,14 @@ function workerProcesses(): number[] {
   return pids;
 }
 
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 function readdirProc(): string[] {
   return readdirSync('/proc').filter((n) => /^\d+$/.test(n));
 }
@@ -73,6 +81,9 @@ describe('up and down own what they start', () => {
     expect((await infir2(['up', '--port', String(port), '--headless'], env)).code).toBe(0);
     const first = JSON.parse(readFileSync(join(home, 'embedded.json'), 'utf8')) as { serverPid: number; workerPid: number };
     await waitFor('the first worker', () => workersOf(hostDir).length === 1);
+    // Connected, not just started: a worker still connecting when its server dies exits on its own (cannot
+    // reach Temporal), which is not the case under test. Its registry record is written once it has connected.
+    await waitFor('the first worker to connect', () => readdirSafe(join(hostDir, 'workers')).some((f) => f === `${first.workerPid}.json`));
 
     // The server dies; its worker lives on and would reconnect to the next server.
     process.kill(-first.serverPid, 'SIGKILL');
