@@ -193,7 +193,7 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
  * its own. One that retention has deleted is a configuration failure naming it. Returns the release.
  */
 async function pinReads(a: Attempt, resumeFrom: number | null): Promise<() => void> {
-  const reads = resumeFrom === null ? (a.step.checkpoint?.reads ?? []) : [];
+  const reads = resumeFrom === null ? (a.step.reads ?? []) : [];
   const releases: (() => void)[] = [];
   const owner = `${a.ctx.info.workflowExecution?.workflowId ?? a.step.id} attempt ${a.input.attempt}`;
   try {

@@ -6,7 +6,7 @@
 import type { RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
-import { formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
+import { evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
 
 function iterCell(f: StepFigures): string {
   return f.iteration === null ? '-' : `${f.iteration}/${f.total ?? '?'}`;
@@ -72,7 +72,7 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
-    [waiting, metrics, failure, warning, stall, job].filter(Boolean).join(' · '),
+    [waiting, metrics, failure, warning, stall, job, evalSeries(s)].filter(Boolean).join(' · '),
   ];
 }
 

@@ -16,7 +16,7 @@ import type { Arch, EvalModel, Keep, Recipe } from '../recipe/schema.js';
 import { BUILD, type BuildContext, type LocalStage } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
-import type { BackendName, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
+import type { BackendName, CheckpointEvalSpec, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
 
 export interface CompileOptions {
   /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */
@@ -115,14 +115,20 @@ class Compiler implements BuildContext {
     id: string,
     kind: StepKind,
     backend: BackendName,
-    stage: { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number; secrets?: Record<string, string> } & AdaptiveStall,
+    stage: StageLimits,
     dependsOn: (string | null)[],
     body: StepBody,
+    checkpointEval?: CheckpointEvalSpec,
   ): void {
+    this.steps.push({ ...this.step(id, kind, backend, stage, dependsOn, body), ...(checkpointEval ? { checkpointEval } : {}) });
+  }
+
+  /** A step: the backend's body plus what the recipe says about pools, retries, timeouts and logs. */
+  private step(id: string, kind: StepKind, backend: BackendName, stage: StageLimits, dependsOn: (string | null)[], body: StepBody): PlanStep {
     const { gpus, nodes, ...rest } = body;
     // Secrets by reference: names only, filled in by the worker at launch (activities/secrets.ts).
     if (Object.keys(stage.secrets ?? {}).length) rest.command = { ...rest.command, secrets: { ...stage.secrets } };
-    this.steps.push({
+    return {
       id,
       kind,
       backend,
@@ -136,7 +142,35 @@ class Compiler implements BuildContext {
       attemptTimeoutSec: stage.attemptTimeout,
       retries: { ...stage.retries, config: 0 },
       logMaxMB: this.r.logs.maxMB,
-    });
+    };
+  }
+
+  /**
+   * The evaluation of a training step's checkpoints while it trains (`evalEvery`): the steps that export one
+   * checkpoint (`{iterDir}` of `root`) to HF and run `eval`'s benchmarks on it, with `{iteration}` in their ids
+   * and paths (`<run>/<step>/evals/<iteration>/`), each with the convert and eval stages' limits and pool. On
+   * the local backend they run at the lowest CPU priority on one thread, so that on a shared CPU the trainer
+   * keeps its pace. Lint requires `eval` and `convert` with it.
+   */
+  checkpointEvalSpec(stepId: string, every: number | undefined, root: string, arch: Partial<Arch> | undefined): CheckpointEvalSpec | undefined {
+    const ev = this.r.eval;
+    const c = this.r.convert;
+    if (every === undefined || !ev || !c) return undefined;
+    const dirId = `${stepId}/evals/{iteration}`;
+    const outDir = join(this.layout.stepDir(dirId), 'hf');
+    const what = `${stepId} checkpoint {iteration}`;
+    const gentle = (body: StepBody, backend: string): StepBody =>
+      backend === 'local' ? { ...body, command: { ...body.command, argv: ['nice', '-n', '19', ...body.command.argv], env: { ...body.command.env, OMP_NUM_THREADS: '1' } } } : body;
+    const exported = gentle(BUILD.hfExport[c.backend](this, { id: dirId, convert: c, iterDir: join(root, '{iterDir}'), outDir, what, arch }), c.backend);
+    const exportId = `${stepId}.eval{iteration}.export`;
+    const steps = [
+      this.step(exportId, 'convert', c.backend, c, [], exported),
+      // evalscope serves each eval on its own port: past the final eval steps' ports.
+      ...Object.entries(ev.benchmarks).map(([name, benchmark], i) =>
+        this.step(`${stepId}.eval{iteration}.${name}`, 'eval', ev.backend, ev, [exportId], gentle(BUILD.eval[ev.backend](this, { id: `${dirId}/${name}`, eval: ev, model: 'hf', name, benchmark, modelDir: outDir, what, index: 50 + i }), ev.backend)),
+      ),
+    ];
+    return { every, root, taskQueue: this.poolOf(ev.pool).taskQueue, steps };
   }
 
   /**
@@ -146,10 +180,11 @@ class Compiler implements BuildContext {
    */
   private withRetention(body: StepBody, keep: Keep, protect: number[], span: number, saveInterval: number, arch: Arch, reads: { dir: string; iteration: number }[] = []): StepBody {
     if (!body.checkpoint) return body;
-    const checkpoint = { ...body.checkpoint, ...(reads.length ? { reads } : {}) };
+    const checkpoint = body.checkpoint;
+    if (reads.length) body = { ...body, reads };
     const last = keep.last ?? null;
     const every = keep.every ?? null;
-    if (last === null && every === null) return { ...body, checkpoint };
+    if (last === null && every === null) return body;
     const kept = [...new Set(keep.boundaries ? protect : [])].sort((a, b) => a - b);
     const saves = Math.ceil(span / saveInterval) + kept.length;
     const maxKept = Math.min(saves, (last ?? 0) + (every === null ? 0 : Math.ceil(span / every)) + kept.length + 1);
@@ -203,7 +238,7 @@ class Compiler implements BuildContext {
       const protect = phases.filter((p) => p.saveDir === phase.saveDir).map((p) => p.end);
       const reads = phase.first.load !== phase.saveDir && typeof phase.first.ckptStep === 'number' ? [{ dir: phase.first.load, iteration: phase.first.ckptStep }] : [];
       const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, phase.end - phase.start, cpt.saveInterval, this.r.model.arch, reads);
-      this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body);
+      this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body, this.checkpointEvalSpec(phase.id, cpt.evalEvery, phase.saveDir, undefined));
       prev = phase.id;
     }
     const decay = phases[phases.length - 1]!;
@@ -221,7 +256,7 @@ class Compiler implements BuildContext {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
       const body = BUILD.sft[st.backend](this, { id, stage: st, refLoad, saveDir, steps });
-      this.add(id, 'sft', st.backend, st, dependsOn, this.withRetention(body, st.keep, [lastCheckpoint(st.backend, steps)], steps, st.saveInterval, this.archFor(st.arch)));
+      this.add(id, 'sft', st.backend, st, dependsOn, this.withRetention(body, st.keep, [lastCheckpoint(st.backend, steps)], steps, st.saveInterval, this.archFor(st.arch)), this.checkpointEvalSpec(id, st.evalEvery, saveDir, st.arch));
       last = { root: saveDir, iteration: lastCheckpoint(st.backend, steps), stepId: id };
     }
     return last;
@@ -267,7 +302,7 @@ class Compiler implements BuildContext {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = [last.stepId, hf.stepId];
       const body = BUILD.rl[rl.backend](this, { id, rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir });
-      this.add(id, 'rl', rl.backend, rl, dependsOn, this.withRetention(body, rl.keep, [lastCheckpoint(rl.backend, k.rollouts)], k.rollouts, rl.saveInterval, this.archFor(rl.arch)));
+      this.add(id, 'rl', rl.backend, rl, dependsOn, this.withRetention(body, rl.keep, [lastCheckpoint(rl.backend, k.rollouts)], k.rollouts, rl.saveInterval, this.archFor(rl.arch)), this.checkpointEvalSpec(id, rl.evalEvery, saveDir, rl.arch));
       last = { root: saveDir, iteration: lastCheckpoint(rl.backend, k.rollouts), stepId: id };
     }
     return last;
@@ -313,6 +348,9 @@ class Compiler implements BuildContext {
     }
   }
 }
+
+/** What a stage says about where and how long its steps run. */
+type StageLimits = { pool: string; retries: Omit<RetryBudgets, 'config'>; stallTimeout: number; attemptTimeout: number; secrets?: Record<string, string> } & AdaptiveStall;
 
 /** The adaptive stall fields of a stage (absent on stages that print no progress: conversions). */
 interface AdaptiveStall {

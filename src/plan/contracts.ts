@@ -75,6 +75,8 @@ export interface StepState {
   endedAt: string | null;
   result: StepResult | null;
   /** Where the step's time went, attempt by attempt (plan/goodput.ts); absent in states recorded before it. */
+  /** Its checkpoints' scores, evaluated while it trained (`evalEvery`), in iteration order. */
+  evals?: CheckpointScores[];
   time?: StepTime;
 }
 
@@ -84,6 +86,14 @@ export function initialStepState(id: string): StepState {
 }
 
 /** What a completed step hands on. */
+/** Scores of one checkpoint evaluated while its step trained: per benchmark, its report's numbers. */
+export interface CheckpointScores {
+  iteration: number;
+  scores: Record<string, Record<string, number>>;
+  /** Why it has no scores (its evaluation failed); the step trains on regardless. */
+  error?: string;
+}
+
 export interface StepResult {
   stepId: string;
   outputs: Record<string, string>;

@@ -73,11 +73,22 @@ export interface CheckpointSpec {
   dir: string;
   /** Which complete checkpoints stay as newer ones are saved (rundir/retention.ts); absent: all of them. */
   retention?: RetentionSpec;
-  /**
-   * Checkpoints of other roots the step's first attempt loads (a fork's decay: the source run's stable
-   * checkpoint): pinned while that attempt runs, so that the source's retention cannot delete them.
-   */
-  reads?: { dir: string; iteration: number }[];
+}
+
+/**
+ * Evaluation of a training step's checkpoints while it trains (workflows/checkpoint-eval.ts): the steps that
+ * export one checkpoint and run the benchmarks on it, as templates with `{iteration}` and `{iterDir}`
+ * (`iter_0000020`) in their ids, commands and paths. Each runs as an ordinary step on the eval pool.
+ */
+export interface CheckpointEvalSpec {
+  /** Checkpoints at multiples of this (and the step's last) are evaluated. */
+  every: number;
+  /** The checkpoint root the iterations are read from (the export pins the one it reads). */
+  root: string;
+  /** The eval pool's task queue. */
+  taskQueue: string;
+  /** In order: the HF export, then one step per benchmark (`kind: 'eval'`, whose report is the score). */
+  steps: PlanStep[];
 }
 
 export interface RetentionSpec {
@@ -173,6 +184,14 @@ export interface PlanStep {
   stallTimeoutSec: number;
   /** Adaptive stall limits (activities/stall-policy.ts). Absent: plans recorded before them, steps with no progress. */
   stall?: StallSpec;
+  /** Its checkpoints evaluated while it trains (absent: none). */
+  checkpointEval?: CheckpointEvalSpec;
+  /**
+   * Checkpoints of other roots the step's first attempt loads (a fork's decay: the source run's stable
+   * checkpoint; an evaluation's export: the checkpoint under evaluation): pinned while that attempt runs, so
+   * that their root's retention cannot delete them.
+   */
+  reads?: { dir: string; iteration: number }[];
   /** Upper bound for one attempt, seconds. */
   attemptTimeoutSec: number;
   retries: RetryBudgets;

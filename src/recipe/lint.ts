@@ -206,7 +206,24 @@ const retention: Check = (r) => {
   return out;
 };
 
-const CHECKS: Check[] = [retention, ...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints, webhookUrls];
+/** Evaluation while training reads saved checkpoints, exported by `convert` and scored by `eval`. */
+const evalWhileTraining: Check = (r) => {
+  const stages: [string, { evalEvery?: number | undefined; saveInterval: number }][] = [
+    ...(r.cpt ? [['cpt', r.cpt] as [string, typeof r.cpt]] : []),
+    ...(r.sft ?? []).map((s, i) => [`sft.${i}`, s] as [string, typeof s]),
+    ...(r.rl ? [['rl', r.rl] as [string, typeof r.rl]] : []),
+  ];
+  return stages.flatMap(([path, s]) => {
+    if (s.evalEvery === undefined) return [];
+    if (!r.eval || !r.convert) return [error(`${path}.evalEvery`, `needs an eval stage (its benchmarks and pool) and a convert stage (the HF export): add ${!r.eval ? 'eval' : 'convert'}`)];
+    if (s.evalEvery % s.saveInterval !== 0) {
+      return [error(`${path}.evalEvery`, `${s.evalEvery} is not a multiple of saveInterval (${s.saveInterval}): only saved checkpoints can be evaluated`)];
+    }
+    return [];
+  });
+};
+
+const CHECKS: Check[] = [retention, evalWhileTraining, ...STAGE_CHECKS, checkpointRoots, archConsistency, dataFiles, lengths, exports, inputs, rlSaves, placeholders, intervalHints, webhookUrls];
 
 /** Every problem found; errors first, then warnings, then hints, each in recipe order. */
 export function lintRecipe(r: Recipe): Issue[] {

@@ -243,6 +243,14 @@ export const keep = () =>
     );
 export type Keep = z.output<ReturnType<typeof keep>>;
 
+/** Evaluation while a stage trains (workflows/checkpoint-eval.ts). */
+export const evalEvery = () =>
+  count()
+    .optional()
+    .describe(
+      'evaluate the stage\'s checkpoints while it trains: each one at a multiple of N (a multiple of `saveInterval`) and the last are exported to HF and run on `eval`\'s benchmarks on `eval.pool`, as a child workflow each; the scores are a series in `status` and the Web UI. Pinned while read, so retention keeps them',
+    );
+
 /** The failure model behind the checkpoint-interval advice (`estimates` of each stage). */
 export const goodput = z
   .strictObject({

@@ -3,7 +3,7 @@
  * conversion and evaluation. Assembled into the recipe by `schema.ts`.
  */
 import { z } from 'zod';
-import { ROLLOUT_STALL, TOOL_RETRIES, TRAIN_RETRIES, TRAIN_STALL, adaptiveStall, arch, archOverride, estimates, keep, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
+import { ROLLOUT_STALL, TOOL_RETRIES, TRAIN_RETRIES, TRAIN_STALL, adaptiveStall, arch, archOverride, estimates, evalEvery, keep, model, retries, seed, stageCommon, tensorParallel, wandbProject } from './schema-common.js';
 import { count, duration, name, natural, nonNegative, path, port, positive, unitInterval } from './fields.js';
 
 export const cpt = z
@@ -23,6 +23,7 @@ export const cpt = z
       .describe('shape of the decay (`--lr-wsd-decay-style`)'),
     saveInterval: count().describe('iterations between checkpoints (`--save-interval`); phase boundaries are saved regardless'),
     keep: keep(),
+    evalEvery: evalEvery(),
     estimates: estimates(),
     logInterval: count().default(1).describe('iterations between log lines (`--log-interval`); progress is read from them'),
     evalInterval: count().default(100).describe('iterations between validation runs (`--eval-interval`)'),
@@ -73,6 +74,7 @@ const slimeCommon = {
   maxTokensPerGpu: count().optional().describe('dynamic batching: `--use-dynamic-batch-size --max-tokens-per-gpu N` instead of `microBatchSize`'),
   saveInterval: count().describe('steps (rollouts) between checkpoints (`--save-interval`)'),
   keep: keep(),
+  evalEvery: evalEvery(),
   estimates: estimates(),
   globalBatchSize: count().describe('samples per optimizer step (`--global-batch-size`)'),
   microBatchSize: count().default(1).describe('samples per GPU per forward pass, without dynamic batching (`--micro-batch-size`)'),

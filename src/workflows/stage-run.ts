@@ -23,10 +23,11 @@ import { initialStepState, type StepResult, type StepState } from '../plan/contr
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failedAttemptTime, failureFacts } from './failures.js';
 import { highWater, withAttempt } from '../plan/goodput.js';
+import { evaluator } from './checkpoint-eval.js';
 import { tell } from './notify.js';
 import { stepFailed, type RunRef } from './notify-events.js';
 import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
-import { stepTable, timeTable } from './status-table.js';
+import { scoreLines, stepTable, timeTable } from './status-table.js';
 
 export interface StageRunInput {
   recipe: string;
@@ -73,7 +74,8 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
 
   const publish = (toParent: boolean) => {
     const time = timeTable([state]);
-    setCurrentDetails(time ? `${stepTable([state])}\n\n${time}` : stepTable([state]));
+    const scores = scoreLines([state]);
+    setCurrentDetails([stepTable([state]), scores, time].filter(Boolean).join('\n\n'));
     if (toParent && parent) {
       // Fire and forget: the parent learns the step's state; a lost update is repaired by the next one.
       getExternalWorkflowHandle(parent.workflowId, parent.runId)
@@ -82,10 +84,13 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     }
   };
 
+  // Checkpoints evaluated while the step trains (`evalEvery`), as it reports them saved.
+  const evals = evaluator(input, state, () => publish(true));
   setHandler(stepStateQuery, () => state);
   setHandler(progressSignal, (p) => {
     const checkpointMoved = (p.lastCheckpoint ?? null) !== (state.progress?.lastCheckpoint ?? null);
     state.progress = p;
+    evals?.offer(p.lastCheckpoint);
     publish(checkpointMoved);
   });
 
@@ -111,6 +116,11 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     try {
       const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time) });
       if (result.time) state.time = withAttempt(state.time, result.time);
+      if (evals) {
+        // The final checkpoint is evaluated too; the step ends once its evaluations have.
+        evals.offer(result.iteration, true);
+        await evals.close();
+      }
       state.status = 'completed';
       state.waiting = null;
       state.result = result;
@@ -151,7 +161,8 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     }
     // The webhooks are told during the pause: a slow receiver delays the next attempt only past the pause.
     await Promise.all([failureTold, sleep(`${pauseSec}s`)]);
-    if (workflowInfo().continueAsNewSuggested) {
+    // Not while a checkpoint is being evaluated: the evaluation is this execution's child.
+    if (workflowInfo().continueAsNewSuggested && !evals?.busy()) {
       await continueAsNew<typeof stageRun>({ ...input, state });
     }
   }

@@ -12,7 +12,7 @@
 import type { RunStatus, StepState } from '../plan/contracts.js';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { shortDuration } from '../plan/stall-words.js';
-import { formatGoodput, formatScore, goodputWords, runTimeFigures, stepFigures, stepTimeFigures } from './step-figures.js';
+import { evalSeries, formatGoodput, formatScore, goodputWords, runTimeFigures, stepFigures, stepTimeFigures } from './step-figures.js';
 
 const ICON: Record<StepState['status'], string> = {
   pending: '·',
@@ -114,9 +114,19 @@ export function goodputLine(steps: StepState[]): string {
   return f ? goodputWords(f, NBSP) : '';
 }
 
+/** The scores of checkpoints evaluated while their steps trained, a line per step; '' when there are none. */
+export function scoreLines(steps: StepState[]): string {
+  const lines = steps.flatMap((s) => {
+    const series = evalSeries(s, NBSP);
+    return series ? [`- \`${s.id}\` ${series}`] : [];
+  });
+  return lines.length ? ['**scores while training**', '', ...lines].join('\n') : '';
+}
+
 export function statusMarkdown(run: RunStatus): string {
   const head = `**${run.recipe}** run \`${run.runId}\` — ${run.status}${run.message ? `: ${run.message}` : ''}`;
   const time = timeTable(run.steps);
-  const parts = [head, stepTable(run.steps), ...(time ? [`**time** — ${goodputLine(run.steps)}`, time] : [])];
+  const scores = scoreLines(run.steps);
+  const parts = [head, stepTable(run.steps), ...(scores ? [scores] : []), ...(time ? [`**time** — ${goodputLine(run.steps)}`, time] : [])];
   return parts.join('\n\n');
 }

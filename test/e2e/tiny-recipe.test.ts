@@ -9,6 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inspectCheckpointDir } from '../../src/rundir/checkpoints.js';
+import { deletions } from '../../src/rundir/retention.js';
 import { ROOT, setupEnv, TEMPORAL_BIN, type Env } from '../integration/harness.js';
 
 const exec = promisify(execFile);
@@ -60,7 +62,9 @@ afterAll(async () => {
 describe('the tiny recipe end to end', () => {
   it('completes every stage: CPT loss falls, the models are converted to FP8 and evaluated', async () => {
     const secrets = ['cpt', 'rl'].flatMap((stage) => ['--set', `${stage}.secrets.INFIR2_DEMO_TOKEN=INFIR2_E2E_SECRET`]);
-    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`, ...secrets]);
+    // Retention: CPT keeps its last 2 checkpoints, every 100th and its boundaries; SFT and RL their last 2.
+    const keep = ['cpt.keep.last=2', 'cpt.keep.every=100', 'sft.0.keep.last=2', 'sft.1.keep.last=2', 'rl.keep.last=2'].flatMap((k) => ['--set', k]);
+    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`, ...secrets, ...keep]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('tiny-e2e: completed');
@@ -71,6 +75,12 @@ describe('the tiny recipe end to end', () => {
       'rl.stage1', 'rl.stage2', 'eval.fp8.arith', 'convert.rl', 'eval.rl.arith',
     ]);
     expect(st.steps.every((s) => s.status === 'completed' && s.attempts === 1)).toBe(true);
+    // Only what retention keeps is on disk: warmup end 10, every 100th, the last 2 and the stable end 480; the
+    // decay's 500, its last 2 and its end; and what it deleted is recorded.
+    const run = join(runs, 'e2e');
+    expect(inspectCheckpointDir(join(run, 'cpt', 'checkpoints')).complete).toEqual([10, 100, 200, 300, 400, 470, 480]);
+    expect(inspectCheckpointDir(join(run, 'cpt.decay', 'checkpoints')).complete).toEqual([500, 590, 600]);
+    expect(deletions(join(run, 'cpt', 'checkpoints')).length).toBe(48 - 7);
     const loss = (id: string) => st.steps.find((s) => s.id === id)!.result!.loss!;
     expect(loss('cpt.decay')).toBeLessThan(loss('cpt.warmup'));
     // The model measurably learns: the SFT model (evaluated from its FP8 export) solves most held-out problems,
@@ -119,9 +129,16 @@ describe('the tiny recipe end to end', () => {
     expect(tree(source)).toEqual(before);
   }, 300_000);
 
-  it('refuses a fork from a checkpoint that does not exist', async () => {
+  it('refuses a fork from a checkpoint that does not exist, or that retention deleted, and says which', async () => {
     const r = await cli(['fork', 'tiny-e2e', '--stage', 'cpt.decay', '--from-iteration', '7']);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/no complete checkpoint 7 \(complete: 10, 20, 30/);
+    expect(r.stderr).toMatch(/no complete checkpoint 7 \(complete: 10, 100, 200, 300, 400, 470, 480\)/);
+    const gone = await cli(['fork', 'tiny-e2e', '--stage', 'cpt.decay', '--from-iteration', '50']);
+    expect(gone.code).toBe(2);
+    expect(gone.stderr).toMatch(/checkpoint 50 was deleted by the run's retention policy \(keep last 2, every 100, boundaries 10, 480\) at \d{4}-/);
+    // And resume's dry run names what each step's retention deleted.
+    const dry = await cli(['resume', 'tiny-e2e', '--from', 'eval.rl.arith', '--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toMatch(/^cpt\.stable: retention \(keep last 2, every 100, boundaries 10, 480\) deleted 41 checkpoints \(20 … 460\); complete on disk: 10, 100, 200, 300, 400, 470, 480$/m);
   });
 });

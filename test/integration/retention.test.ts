@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CheckpointSpec, PlanStep, RetentionSpec } from '../../src/plan/types.js';
+import type { PlanStep, RetentionSpec } from '../../src/plan/types.js';
 import { inspectCheckpointDir, iterDirName } from '../../src/rundir/checkpoints.js';
 import { deletions, pinCheckpoint } from '../../src/rundir/retention.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
@@ -25,9 +25,10 @@ afterAll(async () => {
 });
 
 const policy: RetentionSpec = { last: 2, every: null, protect: [15, 30], summary: 'keep last 2, boundaries 15, 30', maxKept: 5, checkpointBytes: { withOptimizer: 0, weightsOnly: 0 } };
-const withRetention = (s: PlanStep, retention: RetentionSpec, reads?: CheckpointSpec['reads']): PlanStep => ({
+const withRetention = (s: PlanStep, retention: RetentionSpec, reads?: PlanStep['reads']): PlanStep => ({
   ...s,
-  checkpoint: { ...s.checkpoint!, retention, ...(reads ? { reads } : {}) },
+  checkpoint: { ...s.checkpoint!, retention },
+  ...(reads ? { reads } : {}),
 });
 
 describe('checkpoint retention', () => {

@@ -35,6 +35,8 @@ describe('lint', () => {
     ['a block size bf16_cast_fp8.py does not have', 'infir2-7b', ['convert.fp8.blockSize=64'], /^convert\.fp8\.blockSize: InfiR2's bf16_cast_fp8\.py quantises 128×128 blocks only/],
     ['retention that would delete a boundary a later phase loads', 'tiny', ['cpt.keep.last=2', 'cpt.keep.boundaries=false'], /^cpt\.keep\.boundaries: false would let retention delete the end of the stable phase, which cpt\.decay loads/],
     ['retention that would delete the checkpoint the next SFT stage loads', 'tiny', ['sft.0.keep.boundaries=false'], /^sft\.0\.keep\.boundaries: false would let retention delete its final checkpoint, which sft\.stage2 loads/],
+    ['an evaluation interval that is not a multiple of the save interval', 'tiny', ['sft.0.saveInterval=20', 'sft.0.evalEvery=30'], /^sft\.0\.evalEvery: 30 is not a multiple of saveInterval \(20\): only saved checkpoints can be evaluated/],
+    ['evaluation while training without an eval stage', 'tiny', ['rl.evalEvery=4', 'eval=null'], /^rl\.evalEvery: needs an eval stage/],
     ['a webhook URL that is not http(s)', 'tiny', ['notify.webhooks=[{url: "ftp://x/y"}]'], /^notify\.webhooks\.0\.url: expected env:NAME \(the worker's environment variable that holds the URL\) or an http\(s\) URL/],
     ['a webhook event that does not exist', 'tiny', ['notify.webhooks=[{url: "env:HOOK", events: [run.done]}]'], /^notify\.webhooks\.0\.events\.0: /],
     ['an SFT file smaller than one batch', 'infir2-7b', ['sft.0.samples=10'], /^sft\.0\.samples: 10 rows make no full batch of 64/],
