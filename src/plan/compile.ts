@@ -178,7 +178,7 @@ class Compiler implements BuildContext {
    * reads. `protect`: the iterations later steps load (dropped with `keep.boundaries: false`, which lint refuses
    * where one is loaded); `span`: the iterations the step trains.
    */
-  private withRetention(body: StepBody, keep: Keep, protect: number[], span: number, saveInterval: number, arch: Arch, reads: { dir: string; iteration: number }[] = []): StepBody {
+  private withRetention(body: StepBody, keep: Keep, protect: number[], span: number, saveInterval: number, arch: Arch, reads: { dir: string; iteration: number }[] = [], evals?: CheckpointEvalSpec): StepBody {
     if (!body.checkpoint) return body;
     const checkpoint = body.checkpoint;
     if (reads.length) body = { ...body, reads };
@@ -192,7 +192,10 @@ class Compiler implements BuildContext {
       .filter(Boolean)
       .join(', ');
     const params = paramCount(arch);
-    const retention = { last, every, protect: kept, summary, maxKept, checkpointBytes: { withOptimizer: params * BYTES_PER_PARAM_WITH_OPTIMIZER, weightsOnly: params * 2 } };
+    // The last evaluation step's result file says a checkpoint's evaluation is over (writeResult's path).
+    const lastEval = evals?.steps.at(-1);
+    const awaitEval = evals && lastEval ? { awaitEval: { every: evals.every, marker: join(this.layout.run, 'results', `${lastEval.id}.json`) } } : {};
+    const retention = { last, every, protect: kept, summary, maxKept, checkpointBytes: { withOptimizer: params * BYTES_PER_PARAM_WITH_OPTIMIZER, weightsOnly: params * 2 }, ...awaitEval };
     return { ...body, checkpoint: { ...checkpoint, retention } };
   }
 
@@ -237,8 +240,9 @@ class Compiler implements BuildContext {
       // Boundaries: the ends of the phases that save into this phase's root (warmup and stable share one).
       const protect = phases.filter((p) => p.saveDir === phase.saveDir).map((p) => p.end);
       const reads = phase.first.load !== phase.saveDir && typeof phase.first.ckptStep === 'number' ? [{ dir: phase.first.load, iteration: phase.first.ckptStep }] : [];
-      const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, phase.end - phase.start, cpt.saveInterval, this.r.model.arch, reads);
-      this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body, this.checkpointEvalSpec(phase.id, cpt.evalEvery, phase.saveDir, undefined));
+      const evals = this.checkpointEvalSpec(phase.id, cpt.evalEvery, phase.saveDir, undefined);
+      const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, phase.end - phase.start, cpt.saveInterval, this.r.model.arch, reads, evals);
+      this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body, evals);
       prev = phase.id;
     }
     const decay = phases[phases.length - 1]!;
@@ -256,7 +260,8 @@ class Compiler implements BuildContext {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = st.refLoad ? [] : [last?.stepId ?? null];
       const body = BUILD.sft[st.backend](this, { id, stage: st, refLoad, saveDir, steps });
-      this.add(id, 'sft', st.backend, st, dependsOn, this.withRetention(body, st.keep, [lastCheckpoint(st.backend, steps)], steps, st.saveInterval, this.archFor(st.arch)), this.checkpointEvalSpec(id, st.evalEvery, saveDir, st.arch));
+      const evals = this.checkpointEvalSpec(id, st.evalEvery, saveDir, st.arch);
+      this.add(id, 'sft', st.backend, st, dependsOn, this.withRetention(body, st.keep, [lastCheckpoint(st.backend, steps)], steps, st.saveInterval, this.archFor(st.arch), [], evals), evals);
       last = { root: saveDir, iteration: lastCheckpoint(st.backend, steps), stepId: id };
     }
     return last;
@@ -302,7 +307,8 @@ class Compiler implements BuildContext {
       const saveDir = this.layout.checkpoints(id);
       const dependsOn = [last.stepId, hf.stepId];
       const body = BUILD.rl[rl.backend](this, { id, rl, curriculum: k, hfCheckpoint: hf.dir, refLoad: last.root, saveDir });
-      this.add(id, 'rl', rl.backend, rl, dependsOn, this.withRetention(body, rl.keep, [lastCheckpoint(rl.backend, k.rollouts)], k.rollouts, rl.saveInterval, this.archFor(rl.arch)), this.checkpointEvalSpec(id, rl.evalEvery, saveDir, rl.arch));
+      const evals = this.checkpointEvalSpec(id, rl.evalEvery, saveDir, rl.arch);
+      this.add(id, 'rl', rl.backend, rl, dependsOn, this.withRetention(body, rl.keep, [lastCheckpoint(rl.backend, k.rollouts)], k.rollouts, rl.saveInterval, this.archFor(rl.arch), [], evals), evals);
       last = { root: saveDir, iteration: lastCheckpoint(rl.backend, k.rollouts), stepId: id };
     }
     return last;

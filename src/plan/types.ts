@@ -100,6 +100,11 @@ export interface RetentionSpec {
   protect: number[];
   /** The policy in words (`keep last 2, every 100, boundaries 10, 480`), for the record and the log. */
   summary: string;
+  /**
+   * Checkpoints queued for evaluation while training (`evalEvery`): a multiple of `every` stays until its
+   * evaluation's last result file (`marker`, with `{iteration}`) exists. A failed evaluation keeps its checkpoint.
+   */
+  awaitEval?: { every: number; marker: string };
   /** At most this many complete checkpoints on disk at once, and the bytes of one (with and without optimizer state). */
   maxKept: number;
   checkpointBytes: { withOptimizer: number; weightsOnly: number };

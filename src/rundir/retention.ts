@@ -29,14 +29,21 @@ export interface Deletion {
 }
 
 /** The complete iterations the policy lets go, oldest first. Pure. */
-export function retentionVictims(complete: readonly number[], spec: Pick<RetentionSpec, 'last' | 'every' | 'protect'>, pinned: ReadonlySet<number> = new Set()): number[] {
+export function retentionVictims(
+  complete: readonly number[],
+  spec: Pick<RetentionSpec, 'last' | 'every' | 'protect' | 'awaitEval'>,
+  pinned: ReadonlySet<number> = new Set(),
+  evaluated: (iteration: number) => boolean = () => true,
+): number[] {
   const keep = new Set<number>(spec.protect);
+  // A checkpoint waiting for its evaluation (queued, or being read) is a reader's too.
+  const awaiting = (it: number) => !!spec.awaitEval && it % spec.awaitEval.every === 0 && !evaluated(it);
   const newest = complete.at(-1);
   if (newest !== undefined) keep.add(newest);
   if (spec.last === null && spec.every === null) return [];
   if (spec.last !== null) for (const it of complete.slice(-spec.last)) keep.add(it);
   if (spec.every !== null) for (const it of complete) if (it % spec.every === 0) keep.add(it);
-  return complete.filter((it) => !keep.has(it) && !pinned.has(it));
+  return complete.filter((it) => !keep.has(it) && !pinned.has(it) && !awaiting(it));
 }
 
 /** Iterations pinned by a reader. */
@@ -88,7 +95,8 @@ export async function applyRetention(root: string, spec: RetentionSpec, by: stri
   if (!existsSync(root)) return [];
   for (const name of readdirSync(root).filter((n) => DELETING.test(n))) await rm(join(root, name), { recursive: true, force: true });
   const deleted: number[] = [];
-  for (const it of retentionVictims(inspectCheckpointDir(root).complete, spec, pinnedIterations(root))) {
+  const evaluated = (it: number) => !spec.awaitEval || existsSync(spec.awaitEval.marker.replaceAll('{iteration}', String(it)));
+  for (const it of retentionVictims(inspectCheckpointDir(root).complete, spec, pinnedIterations(root), evaluated)) {
     const from = join(root, iterDirName(it));
     const doomed = `${from}.deleting-${Date.now().toString(36)}`;
     renameSync(from, doomed);

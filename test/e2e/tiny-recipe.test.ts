@@ -64,7 +64,9 @@ describe('the tiny recipe end to end', () => {
     const secrets = ['cpt', 'rl'].flatMap((stage) => ['--set', `${stage}.secrets.INFIR2_DEMO_TOKEN=INFIR2_E2E_SECRET`]);
     // Retention: CPT keeps its last 2 checkpoints, every 100th and its boundaries; SFT and RL their last 2.
     const keep = ['cpt.keep.last=2', 'cpt.keep.every=100', 'sft.0.keep.last=2', 'sft.1.keep.last=2', 'rl.keep.last=2'].flatMap((k) => ['--set', k]);
-    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`, ...secrets, ...keep]);
+    // Evaluation while training: SFT stage 1's checkpoints 20, 40, 60 and its last (62), RL's every 5th rollout.
+    const evals = ['sft.0.saveInterval=20', 'sft.0.evalEvery=20', 'rl.evalEvery=5'].flatMap((k) => ['--set', k]);
+    const r = await cli(['run', 'recipes/tiny.yaml', '--run-id', 'e2e', '--set', `runDir=${runs}`, ...secrets, ...keep, ...evals]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('tiny-e2e: completed');
@@ -78,6 +80,23 @@ describe('the tiny recipe end to end', () => {
     // Only what retention keeps is on disk: warmup end 10, every 100th, the last 2 and the stable end 480; the
     // decay's 500, its last 2 and its end; and what it deleted is recorded.
     const run = join(runs, 'e2e');
+    // The held-out accuracy of SFT and RL checkpoints as they were written: a series per step.
+    const series = (id: string) => (st.steps.find((s) => s.id === id) as unknown as { evals?: { iteration: number; scores: { arith?: { accuracy: number } }; error?: string }[] }).evals ?? [];
+    expect(series('sft.stage1').map((e) => e.iteration)).toEqual([20, 40, 60, 62]);
+    expect(series('rl.stage1').map((e) => e.iteration)).toEqual([5, 10, 15]);
+    expect(series('rl.stage2').map((e) => e.iteration)).toEqual([5, 10, 15]);
+    for (const e of [...series('sft.stage1'), ...series('rl.stage1'), ...series('rl.stage2')]) {
+      expect(e.error).toBeUndefined();
+      expect(e.scores.arith!.accuracy).toBeGreaterThanOrEqual(0);
+    }
+    const sft = series('sft.stage1').map((e) => e.scores.arith!.accuracy);
+    console.log(`[e2e] held-out accuracy while training: sft.stage1 ${sft.map((a, i) => `${(a * 100).toFixed(1)} %@${[20, 40, 60, 62][i]}`).join(', ')}; rl.stage2 ${series('rl.stage2').map((e) => `${(e.scores.arith!.accuracy * 100).toFixed(1)} %@${e.iteration}`).join(', ')}`);
+    // While the stage trained: checkpoint 20's evaluation ended before the trainer's last iteration.
+    const lastLine = (file: string, re: RegExp) => readFileSync(join(run, 'logs', file), 'utf8').split('\n').filter((l) => re.test(l)).at(-1)!;
+    const evalEnded = Date.parse(/^\[infir2 (\S+)\]/.exec(lastLine('sft.stage1.eval20.arith.log', /^\[infir2 \S+\] attempt 1 ended/))![1]!);
+    const trainedUntil = new Date(/\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\] iteration\s+62\//.exec(readFileSync(join(run, 'logs', 'sft.stage1.log'), 'utf8'))![1]!.replace(' ', 'T')).getTime();
+    expect(evalEnded).toBeLessThan(trainedUntil + 1000);
+    expect((await cli(['status', 'tiny-e2e'])).stdout).toMatch(/sft\.stage1 .*arith acc [\d.]+ %@20, [\d.]+ %@40, [\d.]+ %@60, [\d.]+ %@62/);
     expect(inspectCheckpointDir(join(run, 'cpt', 'checkpoints')).complete).toEqual([10, 100, 200, 300, 400, 470, 480]);
     expect(inspectCheckpointDir(join(run, 'cpt.decay', 'checkpoints')).complete).toEqual([500, 590, 600]);
     expect(deletions(join(run, 'cpt', 'checkpoints')).length).toBe(48 - 7);

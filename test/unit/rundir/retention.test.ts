@@ -31,6 +31,12 @@ describe('retentionVictims', () => {
     expect(retentionVictims(all, spec({}))).toEqual([]); // no limit: nothing goes
     expect(retentionVictims([], spec({ last: 1 }))).toEqual([]);
   });
+
+  it('keeps a checkpoint queued for evaluation until its evaluation has a result', () => {
+    const all = [10, 20, 30, 40, 50, 60];
+    const awaitEval = { every: 20, marker: '/r/results/s.eval{iteration}.arith.json' };
+    expect(retentionVictims(all, spec({ last: 1, awaitEval }), new Set(), (it) => it === 20)).toEqual([10, 20, 30, 50]);
+  });
 });
 
 describe('applyRetention', () => {
