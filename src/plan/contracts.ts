@@ -110,6 +110,8 @@ export interface StepResult {
   fingerprint: string | null;
   /** Where the successful attempt's time went (absent in results written before the accounting). */
   time?: AttemptTime;
+  /** Its checkpoints' scores, evaluated while it trained (the step's final state carries them to the run). */
+  evals?: CheckpointScores[];
 }
 
 export interface RunStatus {

@@ -126,7 +126,7 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     }).then(
       (result) => {
         results[step.id] = result;
-        Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt });
+        Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt, ...(result.evals ? { evals: result.evals } : {}) });
         // The step's last update may come after its result (and is then ignored): its final attempt's time is here.
         if (result.time) st.time = withAttempt(st.time ?? { gpus: step.gpus, attempts: [] }, result.time);
       },

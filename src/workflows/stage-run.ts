@@ -116,17 +116,19 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     try {
       const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time) });
       if (result.time) state.time = withAttempt(state.time, result.time);
+      // The final checkpoint is evaluated too; the step ends once its evaluations have, and its result carries them
+      // (an update signal sent just before the step's end may reach the run after it, and be dropped).
       if (evals) {
-        // The final checkpoint is evaluated too; the step ends once its evaluations have.
         evals.offer(result.iteration, true);
         await evals.close();
       }
+      const final = state.evals ? { ...result, evals: state.evals } : result;
       state.status = 'completed';
       state.waiting = null;
-      state.result = result;
+      state.result = final;
       state.endedAt = new Date().toISOString();
       publish(true);
-      return result;
+      return final;
     } catch (err) {
       if (isCancellation(err)) {
         state.status = 'cancelled';

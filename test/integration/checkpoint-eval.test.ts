@@ -1,0 +1,50 @@
+/**
+ * Evaluation while training on a real worker against a real dev server: a stand-in training step whose
+ * checkpoints at multiples of 3 (and its last) are exported and scored by child workflows on the pool while it
+ * trains on; the scores are a series in the run's status, and the first one is in before training ends.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunStatus } from '../../src/plan/contracts.js';
+import type { PlanStep } from '../../src/plan/types.js';
+import { fakePlan, fakeStep, journal, POOL, processesMentioning, setupEnv, startPlan, tmpRunDir, type Env } from './harness.js';
+import { poolTaskQueue } from '../../src/temporal/constants.js';
+
+let env: Env;
+
+beforeAll(async () => {
+  env = await setupEnv('ckpt-eval');
+  await env.startWorker();
+});
+
+afterAll(async () => {
+  await env?.teardown();
+});
+
+describe('evaluation while training', () => {
+  it('scores checkpoints 3, 6, 9 and the last (10) while the step trains, as a series in status', async () => {
+    const runDir = tmpRunDir(env, 'evals');
+    const train = fakeStep({ id: 'sft.stage1', runDir, iters: 10, saveInterval: 3, sleep: 0.4 });
+    const exportStep: PlanStep = { ...fakeStep({ id: 'sft.stage1.eval{iteration}.export', runDir, files: true }), kind: 'convert' };
+    const score = fakeStep({ id: 'sft.stage1.eval{iteration}.arith', runDir, files: true, dependsOn: [exportStep.id] });
+    const step: PlanStep = { ...train, checkpointEval: { every: 3, root: train.checkpoint!.dir, taskQueue: poolTaskQueue(POOL), steps: [exportStep, score] } };
+    const h = await startPlan(env, fakePlan(runDir, 'evals', [step]));
+    const res = (await h.result()) as { status: RunStatus };
+    const st = res.status.steps[0]!;
+    expect(st.status).toBe('completed');
+    expect(st.evals?.map((e) => [e.iteration, e.scores.arith?.accuracy, e.error])).toEqual([
+      [3, 0.5, undefined],
+      [6, 0.5, undefined],
+      [9, 0.5, undefined],
+      [10, 0.5, undefined],
+    ]);
+    // One trainer throughout: the evaluations never paused or restarted it.
+    expect(new Set(journal(runDir, 'sft.stage1').map((e) => e.pid)).size).toBe(1);
+    // Checkpoint 3's evaluation ended before the trainer's last iteration.
+    const ended = /^\[infir2 (\S+)\] attempt 1 ended/m.exec(readFileSync(join(runDir, 'logs', 'sft.stage1.eval3.arith.log'), 'utf8'))![1]!;
+    const lastIteration = journal(runDir, 'sft.stage1').at(-1)!.t * 1000;
+    expect(Date.parse(ended)).toBeLessThan(lastIteration);
+    expect(processesMentioning(runDir)).toEqual([]);
+  }, 120_000);
+});
