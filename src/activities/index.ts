@@ -1,10 +1,12 @@
 /** The activities a pool worker registers. Built by a factory so that each worker injects its own GPU slots. */
 import { notify } from './notify.js';
+import { writeRunReport } from './run-report.js';
 import { createRunStep, type SupervisorOptions } from './run-step.js';
 
 export function createActivities(opts: SupervisorOptions) {
   return {
     runStep: createRunStep(opts),
+    writeRunReport,
   };
 }
 

@@ -116,6 +116,94 @@ export const parseEvalscopeLine: LineParser = (line) => {
   return { iteration: Number(m[1]), totalIterations: Number(m[2]) };
 };
 
+/**
+ * Everything a report charts from one line, in any of the formats above (a step's log may mix them: the local
+ * RL trainer prints slime's `rollout k:` dicts beside Megatron's iteration lines). The supervisor's parsers read
+ * the few fields it acts on; this reads the rest of the same lines, with the same patterns.
+ */
+export type MetricsLine =
+  | { kind: 'train'; iteration: number; totalIterations?: number; loss?: number; lr?: number; gradNorm?: number; msPerIteration?: number; throughput?: number; throughputUnit?: string; reward?: number; time?: string }
+  | { kind: 'validation'; iteration: number; loss: number }
+  | { kind: 'step'; step: number; loss?: number; lr?: number; gradNorm?: number }
+  | { kind: 'rollout'; rollout: number; reward?: number; responseLength?: number; truncated?: number }
+  | { kind: 'perf'; rollout: number; throughput?: number; throughputUnit?: string }
+  | { kind: 'eval'; rollout: number; scores: Record<string, number> };
+
+const MEGATRON_LR = new RegExp(`\\|\\s*learning rate:\\s*${NUM}\\s*\\|`);
+const MEGATRON_GRAD_NORM = new RegExp(`\\|\\s*grad norm:\\s*${NUM}\\s*\\|`);
+const MEGATRON_REWARD = new RegExp(`\\|\\s*reward:\\s*${NUM}\\s*\\|`);
+const MEGATRON_TIME = /^\s*\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]\s+iteration/;
+const MEGATRON_VALIDATION = new RegExp(`validation loss at iteration\\s+(\\d+) on validation set \\| lm loss value:\\s*${NUM}`);
+const SLIME_EVAL = /\beval (\d+):\s*\{(.*)\}\s*$/;
+const DICT_ENTRY = new RegExp(`'([^']+)':\\s*(?:np\\.float64\\()?${NUM}(?=[),}\\s]|$)`, 'g');
+
+function dictEntries(body: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const m of body.matchAll(DICT_ENTRY)) {
+    const v = num(m[2]);
+    if (v !== undefined) out.set(m[1]!, v);
+  }
+  return out;
+}
+
+function set<T extends object, K extends keyof T>(o: T, key: K, v: T[K] | undefined): void {
+  if (v !== undefined) o[key] = v;
+}
+
+export function parseMetricsLine(line: string): MetricsLine | null {
+  const it = MEGATRON_ITER.exec(line);
+  if (it) {
+    const p = parseMegatronLine(line)!;
+    const m: MetricsLine & { kind: 'train' } = { kind: 'train', iteration: p.iteration!, totalIterations: p.totalIterations! };
+    set(m, 'loss', p.loss);
+    set(m, 'lr', num(MEGATRON_LR.exec(line)?.[1]));
+    set(m, 'gradNorm', num(MEGATRON_GRAD_NORM.exec(line)?.[1]));
+    set(m, 'msPerIteration', num(MEGATRON_MS.exec(line)?.[1]));
+    set(m, 'throughput', p.throughput);
+    set(m, 'throughputUnit', p.throughputUnit);
+    set(m, 'reward', num(MEGATRON_REWARD.exec(line)?.[1]));
+    set(m, 'time', MEGATRON_TIME.exec(line)?.[1]);
+    return m;
+  }
+  const val = MEGATRON_VALIDATION.exec(line);
+  if (val) {
+    const loss = num(val[2]);
+    return loss === undefined ? null : { kind: 'validation', iteration: Number(val[1]), loss };
+  }
+  const step = SLIME_STEP.exec(line);
+  if (step) {
+    const d = dictEntries(step[2] ?? '');
+    const m: MetricsLine & { kind: 'step' } = { kind: 'step', step: Number(step[1]) };
+    set(m, 'loss', d.get('train/loss'));
+    set(m, 'lr', d.get('train/lr-pg_0'));
+    set(m, 'gradNorm', d.get('train/grad_norm'));
+    return m;
+  }
+  const ev = SLIME_EVAL.exec(line);
+  if (ev) {
+    const scores: Record<string, number> = {};
+    for (const [k, v] of dictEntries(ev[2] ?? '')) if (!k.endsWith('-truncated_ratio')) scores[k.replace(/^eval\//, '')] = v;
+    return { kind: 'eval', rollout: Number(ev[1]), scores };
+  }
+  const roll = SLIME_ROLLOUT.exec(line);
+  if (roll) {
+    const d = dictEntries(roll[2] ?? '');
+    if (/\bperf \d+:/.test(line)) {
+      const m: MetricsLine & { kind: 'perf' } = { kind: 'perf', rollout: Number(roll[1]) };
+      const tps = d.get('perf/tokens_per_gpu_per_sec');
+      if (tps !== undefined) Object.assign(m, { throughput: tps, throughputUnit: 'tokens/s/GPU' });
+      return m;
+    }
+    const m: MetricsLine & { kind: 'rollout' } = { kind: 'rollout', rollout: Number(roll[1]) };
+    // slime logs `rollout/raw_reward` (before normalisation) and `rollout/rewards`; the reference trainer the latter.
+    set(m, 'reward', d.get('rollout/raw_reward') ?? d.get('rollout/rewards'));
+    set(m, 'responseLength', d.get('rollout/response_lengths') ?? d.get('rollout/response_length'));
+    set(m, 'truncated', d.get('rollout/truncated'));
+    return m;
+  }
+  return null;
+}
+
 export function parserFor(format: ProgressFormat): LineParser {
   switch (format) {
     case 'megatron':

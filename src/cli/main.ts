@@ -47,6 +47,11 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
   },
   list: { load: () => import('./list.js'), usage: 'list [--json] [--recipe NAME] [--limit N]', help: 'runs, newest first (at most 50 unless --limit)' },
   logs: { load: () => import('./logs.js'), usage: 'logs <run> [--stage ID] [-f|--follow]', help: "the steps' process output (-f: until the run ends)" },
+  report: {
+    load: () => import('./report.js'),
+    usage: 'report <run> [--out DIR] [--no-png]',
+    help: "the run's report: one self-contained HTML page with charts, and a PNG per chart",
+  },
   cancel: {
     load: () => import('./cancel.js'),
     usage: 'cancel <run> [--no-wait]',

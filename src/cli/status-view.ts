@@ -96,7 +96,7 @@ export function renderTimeTable(st: RunStatus, now = Date.now()): string {
 }
 
 export function renderStatusTable(workflowId: string, st: RunStatus, now = Date.now()): string {
-  const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}`;
+  const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}${st.report ? `\nreport: ${st.report}` : ''}`;
   const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'NOTES'], ...st.steps.map((s) => stepCells(s, now))];
   const time = renderTimeTable(st, now);
   return `${head}\n\n${table(rows)}${time ? `\n\n${time}` : ''}`;

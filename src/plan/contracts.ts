@@ -121,6 +121,8 @@ export interface RunStatus {
   status: 'running' | 'completed' | 'failed' | 'cancelled';
   message: string | null;
   steps: StepState[];
+  /** The report page written at the run's end (src/report/); absent before it is written, null if it failed. */
+  report?: string | null;
 }
 
 /** The query a recipeRun answers with its RunStatus. */

@@ -27,6 +27,7 @@ import { initialStepState, type RunStatus, type StepResult, type StepState } fro
 import { statusQuery, stepUpdateSignal } from './definitions.js';
 import { stageRun } from './stage-run.js';
 import { tell } from './notify.js';
+import { writeReportOf } from './run-report.js';
 import { runEnded, type RunRef } from './notify-events.js';
 import { statusMarkdown } from './status-table.js';
 
@@ -178,6 +179,7 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   if (cancelled || CancellationScope.current().consideredCancelled) {
     status.status = 'cancelled';
     status.message = 'cancelled';
+    if (patched('run-report')) status.report = await CancellationScope.nonCancellable(() => writeReportOf(plan, status));
     refresh();
     // The run's scope is cancelled: the webhooks are told from a scope that is not.
     if (plan.notify) await CancellationScope.nonCancellable(() => tell(plan.notify, runEnded(run, 'cancelled', null)));
@@ -189,11 +191,13 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   if (failed) {
     status.status = 'failed';
     status.message = failed;
+    if (patched('run-report')) status.report = await writeReportOf(plan, status);
     refresh();
     await tell(plan.notify, runEnded(run, 'failed', failed));
     throw ApplicationFailure.nonRetryable(failed, 'RunFailed', status);
   }
   status.status = 'completed';
+  if (patched('run-report')) status.report = await writeReportOf(plan, status);
   refresh();
   await tell(plan.notify, runEnded(run, 'completed', `${plan.steps.length} steps`));
   return { status, results };

@@ -127,6 +127,7 @@ export function statusMarkdown(run: RunStatus): string {
   const head = `**${run.recipe}** run \`${run.runId}\` — ${run.status}${run.message ? `: ${run.message}` : ''}`;
   const time = timeTable(run.steps);
   const scores = scoreLines(run.steps);
-  const parts = [head, stepTable(run.steps), ...(scores ? [scores] : []), ...(time ? [`**time** — ${goodputLine(run.steps)}`, time] : [])];
+  const report = run.report ? [`**report** — \`${run.report}\` (\`infir2 report ${run.runId}\` writes it again)`] : [];
+  const parts = [head, stepTable(run.steps), ...(scores ? [scores] : []), ...(time ? [`**time** — ${goodputLine(run.steps)}`, time] : []), ...report];
   return parts.join('\n\n');
 }

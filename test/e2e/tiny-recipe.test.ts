@@ -7,11 +7,13 @@ import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inspectCheckpointDir } from '../../src/rundir/checkpoints.js';
 import { deletions } from '../../src/rundir/retention.js';
 import { ROOT, setupEnv, TEMPORAL_BIN, type Env } from '../integration/harness.js';
+import { HAVE_CHROMIUM, OUT, openLocalPage, SKIP_REASON } from './browser.js';
 
 const exec = promisify(execFile);
 let env: Env;
@@ -112,6 +114,63 @@ describe('the tiny recipe end to end', () => {
     expect(fp8.quantization_config).toMatchObject({ quant_method: 'fp8', fmt: 'e4m3', activation_scheme: 'dynamic' });
   }, 900_000);
 
+  it('writes the run report at its end: each chart drawn in Chromium, its tables equal to the logs', async () => {
+    const run = join(runs, 'e2e');
+    const st = JSON.parse((await cli(['status', 'tiny-e2e', '--json'])).stdout) as { report?: string };
+    expect(st.report).toBe(join(run, 'report', 'index.html'));
+    expect((await cli(['status', 'tiny-e2e'])).stdout).toContain(`report: ${st.report}`);
+    // On demand, elsewhere: the same page from the run's files and its final status.
+    const out = join(env.dir, 'report-out');
+    const r = await cli(['report', 'tiny-e2e', '--out', out]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^report: .*report-out\/index\.html \(10 charts, \d+ KiB; PNGs in .*report-out\/charts\)\n$/);
+    if (!HAVE_CHROMIUM) return console.warn(`skipped the browser part: ${SKIP_REASON}`);
+    const { browser, page } = await openLocalPage();
+    try {
+      await page.goto(pathToFileURL(join(out, 'index.html')).href);
+      const charts = await page.$$eval('figure.chart', (figs) =>
+        figs.map((f) => ({
+          id: f.id,
+          x: f.getAttribute('data-x')!,
+          y: f.getAttribute('data-y')!,
+          series: JSON.parse(f.getAttribute('data-series')!) as { name: string; points: number }[],
+          texts: [...f.querySelectorAll('svg text')].map((t) => t.textContent ?? ''),
+          // Drawn marks: line paths with many segments, or bars.
+          marks: [...f.querySelectorAll('svg path')].filter((p) => (p.getAttribute('d') ?? '').split(/[LC]/).length > 3).length + f.querySelectorAll('svg rect').length,
+          box: f.querySelector('svg')!.getBoundingClientRect().height,
+        })),
+      );
+      expect(charts.map((c) => c.id)).toEqual(['chart-cpt-loss', 'chart-cpt-lr', 'chart-sft-loss', 'chart-sft-lr', 'chart-rl-reward', 'chart-rl-length', 'chart-throughput', 'chart-grad-norm', 'chart-timeline', 'chart-time-split']);
+      for (const c of charts) {
+        expect(c.series.some((s) => s.points > 0), c.id).toBe(true);
+        expect(c.texts, c.id).toContain(c.x); // both axes labelled
+        expect(c.texts, c.id).toContain(c.y);
+        expect(c.marks, c.id).toBeGreaterThan(0);
+        expect(c.box, c.id).toBeGreaterThan(150);
+      }
+      // The tables' numbers are the logs' and the results': the last logged loss of each CPT phase, the scores.
+      const cell = (step: string, k: string) => page.$eval(`tr[data-step="${step}"] td[data-k="${k}"]`, (td) => td.textContent);
+      for (const id of ['cpt.warmup', 'cpt.stable', 'cpt.decay']) {
+        const losses = [...readFileSync(join(run, 'logs', `${id}.log`), 'utf8').matchAll(/lm loss: (\S+) \|/g)].map((m) => Number(m[1]));
+        expect(Number(await cell(id, 'loss'))).toBe(Number(losses.at(-1)!.toPrecision(7)));
+      }
+      const score = (id: string) => (JSON.parse(readFileSync(join(run, 'results', `${id}.json`), 'utf8')) as { metrics: { accuracy: number } }).metrics.accuracy;
+      const shown = await page.$$eval('td[data-bench]', (tds) => tds.map((td) => [td.getAttribute('data-model'), Number(td.getAttribute('data-value')), td.textContent]));
+      expect(shown).toContainEqual(['fp8', score('eval.fp8.arith'), `acc ${(score('eval.fp8.arith') * 100).toFixed(1)} %`]);
+      expect(shown).toContainEqual(['rl', score('eval.rl.arith'), `acc ${(score('eval.rl.arith') * 100).toFixed(1)} %`]);
+      expect(shown).toContainEqual(['sft.stage1@20', score('sft.stage1.eval20.arith'), `acc ${(score('sft.stage1.eval20.arith') * 100).toFixed(1)} %`]);
+      expect(shown).toHaveLength(2 + 4 + 3 + 3); // the final models, SFT stage 1 at 20, 40, 60, 62, each RL stage at 5, 10, 15
+      await page.screenshot({ path: join(OUT, 'report-tiny.png'), fullPage: true });
+    } finally {
+      await browser.close();
+    }
+    // Bad input: one line, exit 2.
+    const missing = await cli(['report', 'no-such-run']);
+    expect([missing.code, missing.stderr]).toEqual([2, "error: no run 'no-such-run' (give the id `infir2 run` printed; `infir2 list` shows them)\n"]);
+    const blocked = await cli(['report', 'tiny-e2e', '--out', join(run, 'plan.json', 'x')]);
+    expect([blocked.code, blocked.stderr]).toEqual([2, `error: --out: ${join(run, 'plan.json')} is not a directory: expected a directory the report can be written to\n`]);
+  }, 120_000);
+
   it("keeps the secret's value out of every workflow's history, plan.json, status and the logs", async () => {
     const ids: string[] = [];
     for await (const wf of env.client.workflow.list({ query: "RecipeRunId = 'e2e'" })) ids.push(wf.workflowId);
@@ -126,6 +185,7 @@ describe('the tiny recipe end to end', () => {
     seen.push(plan, readFileSync(join(runs, 'e2e', 'recipe.json'), 'utf8'));
     seen.push((await cli(['status', 'tiny-e2e', '--json'])).stdout, (await cli(['logs', 'tiny-e2e'])).stdout);
     for (const f of readdirSync(join(runs, 'e2e', 'logs'))) seen.push(readFileSync(join(runs, 'e2e', 'logs', f), 'utf8'));
+    seen.push(readFileSync(join(runs, 'e2e', 'report', 'index.html'), 'utf8')); // its parameters table too
     for (const text of seen) expect(text.includes(SECRET)).toBe(false); // ...its value nowhere
   }, 120_000);
 

@@ -1,0 +1,34 @@
+/**
+ * Long series made short enough to draw, without hiding a spike. A 100 000-iteration CPT has 100 000 points per
+ * series; a chart 1 000 pixels wide shows at most ~1 000 columns. The points are cut into buckets of equal
+ * count and each bucket keeps its minimum and its maximum, in the order they occur (the "min-max" reduction
+ * that time-series databases use for plotting): every column of the chart still reaches the extremes of the
+ * points it stands for, so a loss spike of one iteration survives, where averaging or taking every k-th point
+ * would flatten or skip it. The first and last points are always kept.
+ */
+import type { Point } from './step-series.js';
+
+/** Points kept per series at most (a bucket gives two). */
+export const MAX_POINTS = 2_000;
+
+export function downsample(points: Point[], max = MAX_POINTS): Point[] {
+  if (points.length <= max) return points;
+  const buckets = Math.max(1, Math.floor((max - 2) / 2));
+  const inner = points.length - 2;
+  const out: Point[] = [points[0]!];
+  for (let b = 0; b < buckets; b++) {
+    const from = 1 + Math.floor((b * inner) / buckets);
+    const to = 1 + Math.floor(((b + 1) * inner) / buckets);
+    if (to <= from) continue;
+    let lo = from;
+    let hi = from;
+    for (let i = from + 1; i < to; i++) {
+      if (points[i]!.y < points[lo]!.y) lo = i;
+      if (points[i]!.y > points[hi]!.y) hi = i;
+    }
+    if (lo === hi) out.push(points[lo]!);
+    else out.push(points[Math.min(lo, hi)]!, points[Math.max(lo, hi)]!);
+  }
+  out.push(points.at(-1)!);
+  return out;
+}
