@@ -12,7 +12,8 @@ say() { printf '[setup] %s\n' "$*"; }
 
 # 1. Debian packages (CPU PyTorch lives in Debian's python3-torch, for /usr/bin/python3).
 # chromium: the browser test of the Web UI drives Debian's Chromium through playwright-core (no browser download).
-apt_pkgs=(python3-torch python3-venv python3-pytest chromium)
+# fonts-dejavu-core: the text of the report's PNG charts (resvg draws with the fonts it finds on the system).
+apt_pkgs=(python3-torch python3-venv python3-pytest chromium fonts-dejavu-core)
 missing=()
 for p in "${apt_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then

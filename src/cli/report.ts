@@ -3,32 +3,15 @@
  * chart (src/report/). <run> is a run id (its directory from the server's record, its step statuses live) or a
  * run directory (no server needed: a report from the files alone). For a running, failed or cancelled run too.
  */
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
-import type { RunStatus } from '../plan/contracts.js';
 import { NotARunDir } from '../report/run-data.js';
 import { outDirProblem, writeReport } from '../report/write-report.js';
+import { locateRuns, type LocatedRun } from './run-files.js';
 
 export const USAGE = 'infir2 report <run> [--out DIR] [--no-png]';
 export const OPTIONS = { out: { type: 'string' }, 'no-png': { type: 'boolean' } } satisfies Options;
-
-/** The run's directory and, where the server knows the run, its live status. */
-async function locate(ref: string): Promise<{ runDir: string; live: RunStatus | null }> {
-  if (existsSync(join(ref, 'plan.json'))) return { runDir: resolve(ref), live: null };
-  const { connectClient } = await import('../temporal/connection.js');
-  const { resolveRun, runStatus, startedPlan } = await import('../temporal/runs.js');
-  const { client, connection } = await connectClient();
-  try {
-    const r = await resolveRun(client, ref);
-    const plan = await startedPlan(r);
-    const live = await runStatus(client, r, false).catch(() => null);
-    return { runDir: plan.runDir, live };
-  } finally {
-    await connection.close();
-  }
-}
 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('report', argv, OPTIONS, USAGE);
@@ -37,7 +20,7 @@ export async function run(argv: string[]): Promise<number> {
     const problem = outDirProblem(values.out);
     if (problem) throw new UsageError(`--out: ${problem}: expected a directory the report can be written to`);
   }
-  const { runDir, live } = await locate(ref!);
+  const [{ runDir, live }] = (await locateRuns([ref!])) as [LocatedRun];
   const out = values.out ?? join(runDir, 'report');
   const problem = outDirProblem(out);
   if (problem) throw new UsageError(`${values.out !== undefined ? '--out' : 'the run directory'}: ${problem}: expected a directory the report can be written to (give --out DIR)`);

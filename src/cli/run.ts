@@ -73,6 +73,8 @@ export interface StartOptions {
   note?: string;
   /** Where the recipe came from, recorded for `resume` to tell whether it has changed since. */
   origin?: RecipeOrigin;
+  /** More JSON files for the run directory, written with the plan (`parity.json`). */
+  files?: Record<string, unknown>;
 }
 
 /**
@@ -102,7 +104,11 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   writeJsonAtomic(written[1]!, plan);
   if (o.origin) {
     written.push(join(plan.runDir, ORIGIN_FILE));
-    writeJsonAtomic(written[2]!, o.origin);
+    writeJsonAtomic(written.at(-1)!, o.origin);
+  }
+  for (const [name, data] of Object.entries(o.files ?? {})) {
+    written.push(join(plan.runDir, name));
+    writeJsonAtomic(written.at(-1)!, data);
   }
   try {
     // typed by the workflow's signature: a change of recipeRun's arguments fails to compile here

@@ -10,6 +10,7 @@
 import type { EChartsOption, SeriesOption } from 'echarts';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { downsample } from './downsample.js';
+import { parityChart } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';
 import type { Point } from './step-series.js';
 
@@ -327,5 +328,10 @@ function timeSplitChart(d: RunData): ChartSpec[] {
 }
 
 export function reportCharts(d: RunData): ChartSpec[] {
+  // A parity run's variants overlaid on one chart (their CPT steps are lines of a comparison, not one schedule).
+  if (d.parity) {
+    const p = parityChart(d, d.parity);
+    return [...(p ? [p] : []), ...throughputCharts(d), ...gradNormChart(d), ...timelineChart(d), ...timeSplitChart(d)];
+  }
   return [...cptCharts(d), ...sftCharts(d), ...rlCharts(d), ...throughputCharts(d), ...gradNormChart(d), ...timelineChart(d), ...timeSplitChart(d)];
 }

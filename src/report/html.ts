@@ -5,6 +5,7 @@
  */
 import { formatScore } from '../workflows/step-figures.js';
 import type { ChartSpec } from './charts.js';
+import { parityVerdict } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';
 
 export interface RenderedChart {
@@ -79,6 +80,16 @@ function failuresList(d: RunData): string {
   return `<table class="failures"><tr><th>step</th><th>attempt</th><th>started</th><th>class</th><th>reason</th><th>then</th></tr>${rows.join('')}</table>`;
 }
 
+function paritySection(d: RunData): string {
+  const v = parityVerdict(d, d.parity!);
+  const rows = v.figures.map((f) => `<tr data-variant="${esc(f.variant)}"><td>${esc(f.variant)}</td><td>${esc(f.precision)}</td><td>${f.seed}</td><td data-k="value">${f.value === null ? '–' : f.value.toFixed(6)}</td></tr>`).join('');
+  const figs = v.gap === null || v.noise === null ? '' : `<p>FP8 against BF16: <b data-k="gap">${(v.gap * 100).toFixed(2)} %</b>; BF16 seed-to-seed noise: <b data-k="noise">${(v.noise * 100).toFixed(2)} %</b> (${esc(v.metric)}, the first ${d.parity!.iterations} iterations of CPT).</p>`;
+  return `<h2>FP8 against BF16</h2>
+<p class="verdict" data-verdict="${esc(v.verdict)}">Verdict: <b>${esc(v.verdict)}</b></p>
+${figs}<table class="parity"><tr><th>variant</th><th>precision</th><th>seed</th><th>${esc(v.metric)}</th></tr>${rows}</table>
+`;
+}
+
 function chartFigure(c: RenderedChart): string {
   const list = c.spec.series.map((s) => `${esc(s.name)} (${s.points}${s.drawn < s.points ? `, ${s.drawn} drawn` : ''})`).join(', ');
   return `<figure class="chart" id="chart-${esc(c.spec.id)}" data-x="${esc(c.spec.xName)}" data-y="${esc(c.spec.yName)}" data-series="${esc(JSON.stringify(c.spec.series))}">
@@ -106,7 +117,7 @@ export function reportHtml(d: RunData, charts: RenderedChart[], generatedAt: str
 <h1>infir2 report: ${esc(p.runId)}</h1>
 <p class="meta">recipe <code>${esc(p.recipe)}</code> · model <code>${esc(p.model)}</code> · precision <code>${esc(p.precision)}</code> · status <b class="st-${esc(d.status)}">${esc(d.status)}</b> · run directory <code>${esc(d.runDir)}</code> · generated ${esc(generatedAt)}</p>
 ${d.problems.length ? `<div class="problems"><b>Missing or cut:</b><ul>${d.problems.map((x) => `<li>${esc(x)}</li>`).join('')}</ul></div>` : ''}
-<h2>Stages</h2>
+${d.parity ? paritySection(d) : ''}<h2>Stages</h2>
 <table class="stages"><tr><th>step</th><th>status</th><th>attempts</th><th>failures</th><th>iteration</th><th>loss</th><th>score</th><th>duration</th><th>lost</th><th>what it runs</th></tr>
 ${stageRows(d)}
 </table>

@@ -8,6 +8,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, StepResult } from '../plan/contracts.js';
+import { PARITY_FILE, type ParitySpec } from '../plan/parity.js';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { StepLogReader } from '../rundir/step-log.js';
 import { headlineScore, type HeadlineScore } from '../workflows/step-figures.js';
@@ -45,6 +46,8 @@ export interface RunData {
   status: RunStatus['status'] | 'unknown';
   steps: StepReport[];
   evals: EvalCell[];
+  /** A parity run's variants (`parity.json`, written by `infir2 parity`); null for any other run. */
+  parity: ParitySpec | null;
   problems: string[];
 }
 
@@ -145,5 +148,6 @@ export function readRunData(runDir: string, live?: RunStatus | null): RunData {
   evals.push(...during);
 
   const status: RunData['status'] = live?.status ?? (steps.every((s) => s.status === 'completed' || s.status === 'kept') ? 'completed' : steps.some((s) => s.status === 'failed') ? 'failed' : 'unknown');
-  return { runDir, plan, recipe, status, steps, evals, problems };
+  const parity = readJson<ParitySpec>(join(runDir, PARITY_FILE), problems, 'the parity run\'s variants');
+  return { runDir, plan, recipe, status, steps, evals, parity, problems };
 }

@@ -209,6 +209,32 @@ describe('the tiny recipe end to end', () => {
     expect(tree(source)).toEqual(before);
   }, 300_000);
 
+  it('compares the FP8 run with a BF16 decay forked from the same stable checkpoint: a table per stage, a warning naming what differs', async () => {
+    const f = await cli(['fork', 'tiny-e2e', '--stage', 'cpt.decay', '--from-iteration', '480', '--run-id', 'e2e-bf16', '--set', 'precision=bf16', '--set', 'sft=null', '--set', 'convert=null', '--set', 'rl=null', '--set', 'eval=null']);
+    expect(f.code).toBe(0);
+    const out = join(env.dir, 'compare-out');
+    const c = await cli(['compare', 'tiny-e2e', 'tiny-e2e-bf16', '--out', out]);
+    expect(c.code).toBe(0);
+    expect(c.stderr).toMatch(/^warning: e2e-bf16 differs from e2e in precision fp8→bf16, sft removed .*\n$/);
+    // The decay's final validation loss of each run, as its log says it, and their relative difference.
+    const val = (run: string) => Number([...readFileSync(join(runs, run, 'logs', 'cpt.decay.log'), 'utf8').matchAll(/validation loss at iteration \d+ on validation set \| lm loss value: (\S+)/g)].at(-1)![1]);
+    const [a, b] = [val('e2e'), val('e2e-bf16')];
+    const rowOf = (name: string) => c.stdout.split('\n').find((l) => l.trim().startsWith(name))!.trim().split(/\s{2,}/);
+    const row = rowOf('final validation loss');
+    expect(Number(row[1])).toBeCloseTo(a, 4);
+    expect(Number(row[2])).toBeCloseTo(b, 4);
+    expect(row[3]).toBe(`${b >= a ? '+' : ''}${(((b - a) / a) * 100).toFixed(2)} %`);
+    expect(c.stdout).toMatch(/^cpt\.decay$/m);
+    for (const metric of ['mean training loss, last 50', 'EMA loss gap (0.9), at the end', 'EMA loss gap, largest after warm-up', 'throughput (it/s), median']) expect(rowOf(metric)).toHaveLength(4);
+    expect(c.stdout).toContain(`charts: ${join(out, 'index.html')}`);
+    expect(readFileSync(join(out, 'index.html'), 'utf8')).toContain('cpt.decay: training loss');
+    console.log(`[e2e] FP8 vs BF16 decay from 480: final validation loss ${a} vs ${b} (${row[3]}), EMA gap ${rowOf('EMA loss gap (0.9), at the end')[3]}`);
+    const bad = await cli(['compare', 'tiny-e2e', 'no-such-run']);
+    expect([bad.code, bad.stderr]).toEqual([2, "error: no run 'no-such-run' (give the id `infir2 run` printed; `infir2 list` shows them)\n"]);
+    const one = await cli(['compare', 'tiny-e2e']);
+    expect([one.code, one.stderr]).toEqual([2, `error: compare: expected at least two runs, got 1 (usage: infir2 compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json])\n`]);
+  }, 300_000);
+
   it('refuses a fork from a checkpoint that does not exist, or that retention deleted, and says which', async () => {
     const r = await cli(['fork', 'tiny-e2e', '--stage', 'cpt.decay', '--from-iteration', '7']);
     expect(r.code).toBe(2);

@@ -21,7 +21,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   docs: ['recipe', 'backends'],
   rundir: ['util'],
   workflows: [], // and `import type` from activities (the activity signatures), nothing else
-  activities: ['util', 'rundir'],
+  activities: ['util', 'rundir', 'report'],
+  // The report reads logs with the supervisor's own (pure) parsers and shows scores as the status views do.
+  report: ['util', 'rundir', 'activities/progress-parsers.ts', 'workflows/step-figures.ts', 'plan/parity.ts'],
   temporal: ['util', 'workflows/definitions.ts'],
   workers: ['util', 'activities', 'temporal', 'workflows'],
   cli: ['*'],

@@ -1,0 +1,51 @@
+/**
+ * `infir2 compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json]`: the runs side by side, each against
+ * the first (src/report/compare.ts): a table per training stage (final validation loss, mean training loss of the
+ * last N points, the EMA-smoothed loss gap, throughput ratio) and the evaluation deltas, printed; and a page with
+ * the runs' loss curves overlaid (`./infir2-compare-<runA>-vs-<runB>/index.html` unless --out). Runs of
+ * different recipes are compared too, with a warning naming what differs.
+ */
+import { parseVerbArgs, type Options } from './args.js';
+import { UsageError } from '../errors.js';
+import { compareHtml } from '../report/compare-html.js';
+import { compareRuns, comparisonTable } from '../report/compare.js';
+import { NotARunDir, readRunData } from '../report/run-data.js';
+import { outDirProblem, renderCharts, writePage } from '../report/write-report.js';
+import { locateRuns } from './run-files.js';
+
+export const USAGE = 'infir2 compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json]';
+export const OPTIONS = { out: { type: 'string' }, last: { type: 'string' }, json: { type: 'boolean' } } satisfies Options;
+
+export async function run(argv: string[]): Promise<number> {
+  const { values, positionals: refs } = parseVerbArgs('compare', argv, OPTIONS, USAGE);
+  if (refs.length < 2) throw new UsageError(`compare: expected at least two runs, got ${refs.length} (usage: ${USAGE})`);
+  const lastN = values.last === undefined ? undefined : Number(values.last);
+  if (lastN !== undefined && !(Number.isInteger(lastN) && lastN > 0)) throw new UsageError(`--last: expected a positive whole number, got '${values.last}'`);
+  if (values.out !== undefined) {
+    const problem = outDirProblem(values.out);
+    if (problem) throw new UsageError(`--out: ${problem}: expected a directory the comparison can be written to`);
+  }
+  const located = await locateRuns(refs);
+  const data = located.map((l, i) => {
+    try {
+      return readRunData(l.runDir, l.live);
+    } catch (err) {
+      if (err instanceof NotARunDir) throw new UsageError(`${refs[i]}: ${err.message}`);
+      throw err;
+    }
+  });
+  const c = compareRuns(data, lastN !== undefined ? { lastN } : {});
+  for (const w of c.warnings) process.stderr.write(`warning: ${w}\n`);
+  if (values.json) {
+    process.stdout.write(JSON.stringify({ runs: c.runs, warnings: c.warnings, rows: c.rows }, null, 2) + '\n');
+    return 0;
+  }
+  // Not inside a run's directory: comparing must leave every run as it was.
+  const out = values.out ?? `infir2-compare-${data.map((d) => d.plan.runId).join('-vs-')}`;
+  const problem = outDirProblem(out);
+  if (problem) throw new UsageError(`${values.out !== undefined ? '--out' : 'the current directory'}: ${problem}: expected a directory the comparison can be written to (give --out DIR)`);
+  const charts = renderCharts(c.charts, out, true);
+  const page = writePage(out, compareHtml(c, charts, new Date().toISOString()));
+  process.stdout.write(`${comparisonTable(c)}\n\ncharts: ${page}\n`);
+  return 0;
+}

@@ -1,0 +1,33 @@
+/**
+ * A run named on the command line, as its directory: a run id (its directory from the server's record, and its
+ * live status), or a run directory itself (the files alone, no server). For the verbs that read a run's files:
+ * `report`, `compare`.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { RunStatus } from '../plan/contracts.js';
+
+export interface LocatedRun {
+  runDir: string;
+  live: RunStatus | null;
+}
+
+export async function locateRuns(refs: string[]): Promise<LocatedRun[]> {
+  const out: (LocatedRun | null)[] = refs.map((ref) => (existsSync(join(ref, 'plan.json')) ? { runDir: resolve(ref), live: null } : null));
+  const ids = refs.filter((_, i) => out[i] === null);
+  if (!ids.length) return out as LocatedRun[];
+  const { connectClient } = await import('../temporal/connection.js');
+  const { resolveRun, runStatus, startedPlan } = await import('../temporal/runs.js');
+  const { client, connection } = await connectClient();
+  try {
+    for (const [i, ref] of refs.entries()) {
+      if (out[i]) continue;
+      const r = await resolveRun(client, ref);
+      const plan = await startedPlan(r);
+      out[i] = { runDir: plan.runDir, live: await runStatus(client, r, false).catch(() => null) };
+    }
+    return out as LocatedRun[];
+  } finally {
+    await connection.close();
+  }
+}
