@@ -1,0 +1,64 @@
+/** compare.ts and parity.ts on synthetic series: the figures are what their definitions say. */
+import { describe, expect, it } from 'vitest';
+import type { Plan } from '../../../src/plan/types.js';
+import { parityVariants, type ParitySpec } from '../../../src/plan/parity.js';
+import { compareRuns, ema, emaGap } from '../../../src/report/compare.js';
+import { parityVerdict } from '../../../src/report/parity.js';
+import type { RunData, StepReport } from '../../../src/report/run-data.js';
+import { stepSeries, type Point } from '../../../src/report/step-series.js';
+
+const curve = (n: number, f: (i: number) => number): Point[] => Array.from({ length: n }, (_, i) => ({ x: i + 1, y: f(i + 1) }));
+
+function step(id: string, loss: Point[], validation: Point[] = [], tput = 10): StepReport {
+  const series = { ...stepSeries(''), loss, validation, throughput: loss.map((p) => ({ x: p.x, y: tput })), throughputUnit: 'it/s' };
+  return { id, kind: 'cpt', backend: 'local', summary: '', status: 'completed', result: null, series };
+}
+
+function run(runId: string, steps: StepReport[], recipe: Record<string, unknown> = { precision: 'fp8' }, parity: ParitySpec | null = null): RunData {
+  const plan = { version: 1, recipe: 'tiny', runId, runDir: `/r/${runId}`, precision: 'fp8', model: 'm', pools: {}, steps: steps.map((s) => ({ id: s.id, kind: 'cpt', dependsOn: [] })) } as unknown as Plan;
+  return { runDir: plan.runDir, plan, recipe, status: 'completed', steps, evals: [], parity, problems: [] };
+}
+
+describe('compare', () => {
+  it('smooths with an exponential moving average and takes the relative gap over common iterations', () => {
+    expect(ema([{ x: 1, y: 1 }, { x: 2, y: 2 }], 0.5)).toEqual([{ x: 1, y: 1 }, { x: 2, y: 1.5 }]);
+    const a = curve(10, () => 2);
+    const b = curve(12, () => 2.02); // two more iterations: not compared
+    const g = emaGap(a, b);
+    expect(g).toHaveLength(10);
+    for (const p of g) expect(p.y).toBeCloseTo(0.01, 12);
+  });
+
+  it('rows per shared step against the first run, and names what differs between the recipes', () => {
+    const a = run('a', [step('cpt.stable', curve(200, (i) => 3 / i + 1), [{ x: 100, y: 1.2 }, { x: 200, y: 1.1 }], 10)], { precision: 'fp8', cpt: { seed: 1 } });
+    const b = run('b', [step('cpt.stable', curve(200, (i) => (3 / i + 1) * 1.005), [{ x: 100, y: 1.21 }, { x: 200, y: 1.111 }], 8)], { precision: 'bf16', cpt: { seed: 1 } });
+    const c = compareRuns([a, b]);
+    const row = (m: string) => c.rows.find((r) => r.metric.startsWith(m))!;
+    expect(row('final validation loss').values).toEqual([1.1, 1.111]);
+    expect(row('final validation loss').vsRef).toEqual(['+1.00 %']);
+    expect(row('EMA loss gap (0.9), at the end').vsRef).toEqual(['+0.50 %']);
+    expect(row('throughput').vsRef).toEqual(['0.800×']);
+    expect(c.warnings).toEqual(['b differs from a in precision fp8→bf16']);
+    expect(c.charts.map((x) => x.id)).toEqual(['compare-cpt.stable', 'compare-cpt.stable-validation']);
+  });
+});
+
+describe('parity verdict', () => {
+  const spec: ParitySpec = { stage: 'cpt', iterations: 100, variants: parityVariants([1, 2]) };
+  const parity = (vals: Record<string, number>) =>
+    parityVerdict(run('p', Object.entries(vals).map(([v, y]) => step(`${v}.cpt.stable`, curve(100, () => y + 0.5), [{ x: 100, y }])), {}, spec), spec);
+
+  it('is within noise when the FP8 gap is no larger than the BF16 seed-to-seed difference', () => {
+    const v = parity({ 'bf16-s1': 1.0, 'bf16-s2': 1.01, 'fp8-s1': 1.008, 'fp8-s2': 1.006 });
+    expect(v.metric).toBe('validation loss at iteration 100');
+    expect(v.gap).toBeCloseTo((1.007 - 1.005) / 1.005, 12);
+    expect(v.noise).toBeCloseTo(0.01 / 1.005, 12);
+    expect(v.verdict).toBe('within noise');
+  });
+
+  it('says by how many noise floors FP8 is worse, or that there is no verdict yet', () => {
+    const v = parity({ 'bf16-s1': 1.0, 'bf16-s2': 1.002, 'fp8-s1': 1.011, 'fp8-s2': 1.009 });
+    expect(v.verdict).toBe(`FP8 worse by ${((1.01 - 1.001) / 0.002).toFixed(1)} × the noise`);
+    expect(parity({ 'bf16-s1': 1.0, 'bf16-s2': 1.002, 'fp8-s1': 1.011 }).verdict).toBe('no verdict yet: no figure for fp8-s2');
+  });
+});
