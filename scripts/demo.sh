@@ -21,5 +21,6 @@ else
   echo "demo run failed (exit $rc). Inspect it with: npx infir2 status tiny-${run_id}; logs are in the run directory."
 fi
 echo "  npx infir2 status tiny-${run_id}"
+echo "  npx infir2 report tiny-${run_id}   # its report (HTML page + PNG charts), as written at the run's end"
 echo "  npx infir2 down      # stop the embedded server and worker"
 exit $rc

@@ -50,17 +50,17 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
   report: {
     load: () => import('./report.js'),
     usage: 'report <run> [--out DIR] [--no-png]',
-    help: "the run's report: one self-contained HTML page with charts, and a PNG per chart",
+    help: "the run's report: one HTML page with its charts and tables, and a PNG per chart",
   },
   compare: {
     load: () => import('./compare.js'),
     usage: 'compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json]',
-    help: 'runs side by side, each against the first: a table per stage (losses, EMA loss gap, throughput, evals) and overlaid charts',
+    help: 'runs side by side, each against the first: losses, EMA loss gap, throughput, evals; charts',
   },
   parity: {
     load: () => import('./parity.js'),
     usage: 'parity <recipe> [--stage cpt] [--iterations N] [--seeds K] [--run-id ID] [--set key=value]... [--detach]',
-    help: "FP8 against BF16 on the recipe's CPT prefix, K seeds each, as one run: the gap beside the BF16 seed-to-seed noise, a verdict",
+    help: "is FP8 lossless here? CPT's first N iterations in BF16 and FP8, K seeds each; a verdict",
   },
   cancel: {
     load: () => import('./cancel.js'),

@@ -30,7 +30,7 @@ export interface ChartSpec {
 /** The Okabe–Ito palette: told apart by readers with colour-vision deficiency. */
 export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#F0E442', '#000000'];
 
-interface Line {
+export interface Line {
   name: string;
   points: Point[];
   dashed?: boolean;
@@ -49,7 +49,8 @@ interface LineChartInput {
   logY?: boolean;
 }
 
-function lineChart(c: LineChartInput): ChartSpec | null {
+/** A line chart of named series (downsampled), with optional phase marks and shaded spans. */
+export function lineChart(c: LineChartInput): ChartSpec | null {
   const lines = c.lines.filter((l) => l.points.length > 0);
   if (!lines.length) return null;
   const drawn = lines.map((l) => downsample(l.points));

@@ -11,8 +11,7 @@
  */
 import { diffValues, describeChanges } from '../util/json-diff.js';
 import { headlineScore } from '../workflows/step-figures.js';
-import { type ChartSpec, PALETTE } from './charts.js';
-import { downsample } from './downsample.js';
+import { type ChartSpec, lineChart } from './charts.js';
 import type { RunData, StepReport } from './run-data.js';
 import type { Point } from './step-series.js';
 
@@ -136,28 +135,20 @@ function recipeWarnings(runs: RunData[]): string[] {
   return out;
 }
 
-function overlay(id: string, title: string, xName: string, lines: { name: string; points: Point[] }[]): ChartSpec | null {
-  const kept = lines.filter((l) => l.points.length);
-  if (!kept.length) return null;
-  const drawn = kept.map((l) => downsample(l.points));
-  return {
-    id,
-    title,
-    caption: `one line per run (${kept.map((l) => l.name).join(', ')})`,
-    xName,
-    yName: 'loss',
-    series: kept.map((l, i) => ({ name: l.name, points: l.points.length, drawn: drawn[i]!.length })),
-    option: {
-      animation: false,
-      color: PALETTE,
-      title: { text: title, left: 'center', textStyle: { fontSize: 14 } },
-      legend: { top: 34 },
-      grid: { left: 70, right: 90, top: 74, bottom: 48 },
-      xAxis: { type: 'value', name: xName, nameLocation: 'middle', nameGap: 28, scale: true },
-      yAxis: { type: 'value', name: 'loss', nameLocation: 'middle', nameGap: 52, scale: true },
-      series: kept.map((l, i) => ({ type: 'line', name: l.name, showSymbol: false, lineStyle: { width: 1.2 }, data: drawn[i]!.map((p) => [p.x, p.y]) })),
-    },
-  };
+/** The charts `compare` overlays per shared step: the report's, one line per run. */
+const OVERLAID: { key: string; title: string; y: string; x?: string; atLeast?: number; points: (s: StepReport | undefined) => Point[] }[] = [
+  { key: '', title: 'training loss', y: 'loss', points: lossOf },
+  { key: 'validation', title: 'validation loss', y: 'loss', atLeast: 2, points: (s) => s?.series?.validation ?? [] },
+  { key: 'lr', title: 'learning rate', y: 'learning rate', points: (s) => (s?.series?.lr.length ? s.series.lr : (s?.series?.stepLr ?? [])) },
+  { key: 'throughput', title: 'throughput', y: 'throughput', points: (s) => (s?.series?.throughput.length ? s.series.throughput : (s?.series?.rolloutThroughput ?? [])) },
+  { key: 'grad-norm', title: 'grad norm', y: 'grad norm', points: (s) => (s?.series?.gradNorm.length ? s.series.gradNorm : (s?.series?.stepGradNorm ?? [])) },
+  { key: 'reward', title: 'reward per rollout', y: 'reward', x: 'rollout', points: (s) => s?.series?.reward ?? [] },
+  { key: 'length', title: 'response length per rollout', y: 'tokens', x: 'rollout', points: (s) => s?.series?.responseLength ?? [] },
+];
+
+function overlay(id: string, title: string, xName: string, yName: string, lines: { name: string; points: Point[] }[]): ChartSpec | null {
+  const named = lines.filter((l) => l.points.length).map((l) => l.name);
+  return lineChart({ id, title, caption: `one line per run (${named.join(', ')})`, xName, yName, lines });
 }
 
 export function compareRuns(runs: RunData[], opts: { lastN?: number } = {}): Comparison {
@@ -170,10 +161,14 @@ export function compareRuns(runs: RunData[], opts: { lastN?: number } = {}): Com
   for (const id of shared) {
     const steps = runs.map((r) => r.steps.find((s) => s.id === id));
     rows.push(...stepRows(id, steps, lastN));
-    const c = overlay(`compare-${id}`, `${id}: training loss`, steps.some((s) => s?.series?.loss.length) ? 'iteration' : 'step', steps.map((s, i) => ({ name: names[i]!, points: lossOf(s) })));
-    if (c) charts.push(c);
-    const v = overlay(`compare-${id}-validation`, `${id}: validation loss`, 'iteration', steps.map((s, i) => ({ name: names[i]!, points: s?.series?.validation ?? [] })));
-    if (v && v.series.some((s) => s.points > 1)) charts.push(v);
+    for (const m of OVERLAID) {
+      const lines = steps.map((s, i) => ({ name: names[i]!, points: m.points(s) }));
+      if (lines.filter((l) => l.points.length >= (m.atLeast ?? 1)).length < 1) continue;
+      const unit = m.key === 'throughput' ? (steps.find((s) => s?.series?.throughputUnit)?.series?.throughputUnit ?? 'throughput') : m.y;
+      const x = m.x ?? (steps.some((s) => s?.series?.loss.length) ? 'iteration' : 'step');
+      const c = overlay(`compare-${id}${m.key ? `-${m.key}` : ''}`, `${id}: ${m.title}`, x, unit, lines);
+      if (c) charts.push(c);
+    }
   }
   rows.push(...evalRows(runs));
   return { runs: names, rows, warnings: recipeWarnings(runs), charts };

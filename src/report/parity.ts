@@ -7,11 +7,9 @@
  * better) by. Pure.
  */
 import { PREFIX_END, type ParitySpec } from '../plan/parity.js';
-import type { ChartSpec } from './charts.js';
+import { lineChart, type ChartSpec } from './charts.js';
 import { lossOf } from './compare.js';
-import { downsample } from './downsample.js';
 import type { RunData } from './run-data.js';
-import { PALETTE } from './charts.js';
 
 export interface ParityFigure {
   variant: string;
@@ -73,30 +71,19 @@ export function parityText(v: ParityVerdict): string {
   return [head, ...figs].join('\n');
 }
 
-/** The variants' training loss overlaid: BF16 seeds in one colour family, FP8 in another. */
+/** The variants' training loss overlaid: BF16 solid, FP8 dashed. */
 export function parityChart(data: RunData, spec: ParitySpec): ChartSpec | null {
-  const lines = spec.variants.flatMap((v) => {
-    const steps = data.steps.filter((s) => s.id.startsWith(`${v.name}.`));
-    const points = steps.flatMap((s) => lossOf(s)).sort((a, b) => a.x - b.x);
-    return points.length ? [{ v, points, drawn: downsample(points) }] : [];
-  });
-  if (!lines.length) return null;
-  return {
+  const lines = spec.variants.map((v) => ({
+    name: v.name,
+    points: data.steps.filter((s) => s.id.startsWith(`${v.name}.`)).flatMap((s) => lossOf(s)).sort((a, b) => a.x - b.x),
+    dashed: v.precision === 'fp8',
+  }));
+  return lineChart({
     id: 'parity-loss',
     title: 'Parity: training loss, FP8 and BF16 seeds',
     caption: `the first ${spec.iterations} iterations of CPT in each precision and seed (solid BF16, dashed FP8)`,
     xName: 'iteration',
     yName: 'loss',
-    series: lines.map((l) => ({ name: l.v.name, points: l.points.length, drawn: l.drawn.length })),
-    option: {
-      animation: false,
-      color: PALETTE,
-      title: { text: 'Parity: training loss, FP8 and BF16 seeds', left: 'center', textStyle: { fontSize: 14 } },
-      legend: { top: 34 },
-      grid: { left: 70, right: 90, top: 74, bottom: 48 },
-      xAxis: { type: 'value', name: 'iteration', nameLocation: 'middle', nameGap: 28, scale: true },
-      yAxis: { type: 'value', name: 'loss', nameLocation: 'middle', nameGap: 52, scale: true },
-      series: lines.map((l) => ({ type: 'line', name: l.v.name, showSymbol: false, lineStyle: { width: 1.2, type: l.v.precision === 'fp8' ? 'dashed' : 'solid' }, data: l.drawn.map((p) => [p.x, p.y]) })),
-    },
-  };
+    lines,
+  });
 }

@@ -39,7 +39,8 @@ describe('compare', () => {
     expect(row('EMA loss gap (0.9), at the end').vsRef).toEqual(['+0.50 %']);
     expect(row('throughput').vsRef).toEqual(['0.800×']);
     expect(c.warnings).toEqual(['b differs from a in precision fp8→bf16']);
-    expect(c.charts.map((x) => x.id)).toEqual(['compare-cpt.stable', 'compare-cpt.stable-validation']);
+    expect(c.charts.map((x) => x.id)).toEqual(['compare-cpt.stable', 'compare-cpt.stable-validation', 'compare-cpt.stable-throughput']);
+    expect(c.charts[2]!.yName).toBe('it/s');
   });
 });
 
