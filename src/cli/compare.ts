@@ -22,7 +22,7 @@ export async function run(argv: string[]): Promise<number> {
   const lastN = values.last === undefined ? undefined : Number(values.last);
   if (lastN !== undefined && !(Number.isInteger(lastN) && lastN > 0)) throw new UsageError(`--last: expected a positive whole number, got '${values.last}'`);
   if (values.out !== undefined) {
-    const problem = outDirProblem(values.out);
+    const problem = outDirProblem(values.out, 'a comparison');
     if (problem) throw new UsageError(`--out: ${problem}: expected a directory the comparison can be written to`);
   }
   const located = await locateRuns(refs);
@@ -42,7 +42,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   // Not inside a run's directory: comparing must leave every run as it was.
   const out = values.out ?? `infir2-compare-${data.map((d) => d.plan.runId).join('-vs-')}`;
-  const problem = outDirProblem(out);
+  const problem = outDirProblem(out, 'a comparison');
   if (problem) throw new UsageError(`${values.out !== undefined ? '--out' : 'the current directory'}: ${problem}: expected a directory the comparison can be written to (give --out DIR)`);
   const charts = renderCharts(c.charts, out, true);
   const page = writePage(out, compareHtml(c, charts, new Date().toISOString()));

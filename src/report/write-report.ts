@@ -4,9 +4,10 @@
  * reader (a browser, the Web UI's link) never sees half of one. Used by `infir2 report` and by the activity
  * that writes the report at the end of every run.
  */
-import { accessSync, constants, existsSync, mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { RunStatus } from '../plan/contracts.js';
+import { makeRunDir, runDirProblem } from '../rundir/probe.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { reportCharts, type ChartSpec } from './charts.js';
 import { reportHtml, type RenderedChart } from './html.js';
@@ -22,26 +23,23 @@ export interface WrittenReport {
   ms: number;
 }
 
-/** Why `dir` cannot take the report, or null (the nearest existing ancestor must be a writable directory). */
-export function outDirProblem(dir: string): string | null {
-  let d = resolve(dir);
-  while (!existsSync(d)) {
-    const up = dirname(d);
-    if (up === d) break;
-    d = up;
-  }
-  if (!statSync(d).isDirectory()) return `${d} is not a directory`;
-  try {
-    accessSync(d, constants.W_OK);
-  } catch {
-    return `${d} is not writable`;
-  }
-  return null;
+/**
+ * Why `dir` cannot take a report or a comparison, or null: the run directory's own probe (a pseudo file system,
+ * a read-only mount even for root, a full disk), so that `--out /proc/x` is refused at once instead of spinning.
+ */
+export function outDirProblem(dir: string, holds = 'a report'): string | null {
+  return runDirProblem(dir, holds);
+}
+
+/** `<out>` and `<out>/charts`, one level at a time (Node's recursive mkdir spins forever under /proc). */
+function makeOutDir(out: string): void {
+  makeRunDir(out);
+  if (!existsSync(join(out, 'charts'))) mkdirSync(join(out, 'charts'));
 }
 
 /** Each chart as SVG, and as `<out>/charts/<id>.png` when `png`. */
 export function renderCharts(specs: ChartSpec[], out: string, png: boolean): RenderedChart[] {
-  mkdirSync(join(out, 'charts'), { recursive: true });
+  makeOutDir(out);
   return specs.map((spec) => {
     const svg = chartSvg(spec);
     if (!png) return { spec, svg, png: null };

@@ -47,8 +47,11 @@ function existingAncestor(dir: string): { base: string; missing: string[] } {
   return { base, missing };
 }
 
-/** Why `dir` cannot hold a run (one line), or null when it can. Writes and removes one probe file. */
-export function runDirProblem(dir: string): string | null {
+/**
+ * Why `dir` cannot hold a run (one line), or null when it can. Writes and removes one probe file. `holds` names
+ * what would go there in the message (a run directory, a report's output).
+ */
+export function runDirProblem(dir: string, holds = 'a run'): string | null {
   const { base } = existingAncestor(dir);
   let st;
   try {
@@ -58,7 +61,7 @@ export function runDirProblem(dir: string): string | null {
   }
   if (!st.isDirectory()) return `${base} is not a directory`;
   const fsType = PSEUDO_FS[Number(statfsSync(base).type)];
-  if (fsType) return `${base} is on the ${fsType} pseudo file system, which cannot hold a run`;
+  if (fsType) return `${base} is on the ${fsType} pseudo file system, which cannot hold ${holds}`;
   // Root passes every permission check but not a read-only mount or a full disk: write a file to know.
   const probe = join(base, `.infir2-probe-${process.pid}`);
   try {

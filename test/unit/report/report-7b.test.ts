@@ -12,7 +12,7 @@ import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { reportCharts } from '../../../src/report/charts.js';
 import { readRunData, type RunData } from '../../../src/report/run-data.js';
-import { writeReport, type WrittenReport } from '../../../src/report/write-report.js';
+import { outDirProblem, writeReport, type WrittenReport } from '../../../src/report/write-report.js';
 
 const FIXTURE = join(__dirname, '../../fixtures/report-7b');
 const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
@@ -128,5 +128,19 @@ describe('report of a 7B-style Megatron + slime run', () => {
     const page = readFileSync(w.page, 'utf8');
     expect(page).toContain('sft.stage2: its log (logs/sft.stage2.log) is missing');
     expect(page).toContain('recipe.json is missing.');
+  });
+
+  it('makes a nested output directory one level at a time, and refuses one it cannot write at once', () => {
+    const w = writeReport(runDir, { out: join(dir, 'a', 'b', 'c'), png: false });
+    expect(readdirSync(join(dir, 'a', 'b', 'c')).sort()).toEqual(['charts', 'index.html']);
+    expect(w.page).toBe(join(dir, 'a', 'b', 'c', 'index.html'));
+    // Node's recursive mkdir never returns under /proc: the probe names it instead, in bounded time.
+    const t0 = Date.now();
+    expect(outDirProblem('/proc/x/report')).toBe('/proc is on the proc pseudo file system, which cannot hold a report');
+    expect(outDirProblem('/proc/x', 'a comparison')).toBe('/proc is on the proc pseudo file system, which cannot hold a comparison');
+    expect(Date.now() - t0).toBeLessThan(1_000);
+    writeFileSync(join(dir, 'file'), 'x');
+    expect(outDirProblem(join(dir, 'file', 'report'))).toBe(`${join(dir, 'file')} is not a directory`);
+    expect(outDirProblem(join(dir, 'fresh', 'report'))).toBeNull();
   });
 });
