@@ -5,7 +5,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Progress } from '../plan/contracts.js';
 import { DEFAULT_LOG_MAX_MB, type FailureClass, type PlanStep } from '../plan/types.js';
-import { errnoWords } from '../rundir/probe.js';
+import { errnoWords } from '../util/dir-probe.js';
 import { logFile } from './step-files.js';
 import { StepLog } from './step-log.js';
 import { closeAttempt } from '../plan/goodput.js';

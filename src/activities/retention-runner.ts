@@ -5,7 +5,7 @@
  * keep readers safe. A deletion that fails is noted in the step's log, never fails the step.
  */
 import { applyRetention } from '../rundir/retention.js';
-import { errnoWords } from '../rundir/probe.js';
+import { errnoWords } from '../util/dir-probe.js';
 import type { Attempt } from './attempt.js';
 
 export class Pruner {

@@ -1,6 +1,7 @@
 /** What `infir2 up` started, recorded in the state directory so that `down` and the other verbs find it. */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDirs } from '../util/dir-probe.js';
 import { stateDir } from '../util/paths.js';
 
 export interface EmbeddedState {
@@ -31,7 +32,7 @@ export function readEmbedded(): EmbeddedState | null {
 }
 
 export function writeEmbedded(s: EmbeddedState): void {
-  mkdirSync(stateDir(), { recursive: true });
+  makeDirs(stateDir());
   const f = embeddedStateFile();
   writeFileSync(`${f}.tmp`, JSON.stringify(s, null, 2));
   renameSync(`${f}.tmp`, f);

@@ -4,6 +4,7 @@
  */
 import { RunFailedError, UnreachableError, UsageError } from '../errors.js';
 import { codecKeyFromEnv } from '../temporal/codec-key.js';
+import { checkEnvDirs } from './env-dirs.js';
 import { EXIT } from './errors.js';
 
 type VerbModule = { run: (argv: string[]) => Promise<number | void> };
@@ -121,6 +122,7 @@ export async function main(argv: string[]): Promise<number> {
   try {
     // A malformed payload key is refused by every verb, before it does anything (codec-key.ts loads no SDK).
     codecKeyFromEnv();
+    checkEnvDirs();
     const mod = await entry.load();
     return (await mod.run(rest)) ?? EXIT.ok;
   } catch (err) {

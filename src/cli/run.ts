@@ -12,7 +12,7 @@ import { follow } from './follow.js';
 import { defaultRunId, loadCompiled } from './recipe-input.js';
 import { ORIGIN_FILE, RECIPE_FILE, type RecipeOrigin } from './recipe-changes.js';
 import type { Plan } from '../plan/types.js';
-import { makeRunDir, runDirProblem, undoRunDir } from '../rundir/probe.js';
+import { makeDirs, dirProblem, undoMakeDirs } from '../util/dir-probe.js';
 import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
@@ -83,7 +83,7 @@ export interface StartOptions {
  */
 export async function startRun(client: Client, plan: Plan, recipe: unknown, o: StartOptions): Promise<number> {
   const workflowId = runWorkflowId(plan.recipe, plan.runId);
-  const problem = runDirProblem(plan.runDir);
+  const problem = dirProblem(plan.runDir);
   if (problem) throw new UsageError(`runDir ${plan.runDir}: ${problem}`);
   if (existsSync(join(plan.runDir, 'plan.json'))) {
     throw new UsageError(`run '${plan.runId}' already exists in ${plan.runDir}; pick another --run-id or \`infir2 resume ${workflowId}\``);
@@ -98,7 +98,7 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   // The plan travels as the workflow's argument: refuse it here, whole, rather than leave a half-started run.
   const tooBig = planPayloadProblem(plan);
   if (tooBig) throw new UsageError(tooBig);
-  const created = makeRunDir(plan.runDir);
+  const created = makeDirs(plan.runDir);
   const written = [join(plan.runDir, RECIPE_FILE), join(plan.runDir, 'plan.json')];
   writeJsonAtomic(written[0]!, recipe);
   writeJsonAtomic(written[1]!, plan);
@@ -127,7 +127,7 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
     });
   } catch (err) {
     // Nothing of a run that did not start stays behind: the same run id can be used again.
-    undoRunDir(written, created);
+    undoMakeDirs(written, created);
     if (err instanceof WorkflowExecutionAlreadyStartedError) throw new UsageError(`a run with id ${workflowId} already exists; pick another --run-id`);
     throw err;
   }

@@ -9,7 +9,7 @@ import { dirname } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { loadCompiled } from './recipe-input.js';
 import { planPayloadProblem } from './run.js';
-import { runDirProblem } from '../rundir/probe.js';
+import { dirProblem } from '../util/dir-probe.js';
 import { formatBytes, freeBytes } from '../rundir/storage.js';
 
 export const USAGE = 'infir2 validate <recipe> [--set key=value]... [--check-paths]';
@@ -29,8 +29,8 @@ export async function run(argv: string[]): Promise<number> {
     // The runs' root: `run` adds the run id below it.
     const root = dirname(plan.runDir);
     const problems: string[] = [];
-    const dirProblem = runDirProblem(plan.runDir);
-    if (dirProblem) problems.push(`runDir ${root}: ${dirProblem}`);
+    const runDirProblem = dirProblem(plan.runDir);
+    if (runDirProblem) problems.push(`runDir ${root}: ${runDirProblem}`);
     const tooBig = planPayloadProblem(plan);
     if (tooBig) problems.push(tooBig);
     if (problems.length) {

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunStatus } from '../plan/contracts.js';
-import { makeRunDir, runDirProblem } from '../rundir/probe.js';
+import { makeDirs, dirProblem } from '../util/dir-probe.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { reportCharts, type ChartSpec } from './charts.js';
 import { reportHtml, type RenderedChart } from './html.js';
@@ -28,12 +28,12 @@ export interface WrittenReport {
  * a read-only mount even for root, a full disk), so that `--out /proc/x` is refused at once instead of spinning.
  */
 export function outDirProblem(dir: string, holds = 'a report'): string | null {
-  return runDirProblem(dir, holds);
+  return dirProblem(dir, holds);
 }
 
 /** `<out>` and `<out>/charts`, one level at a time (Node's recursive mkdir spins forever under /proc). */
 function makeOutDir(out: string): void {
-  makeRunDir(out);
+  makeDirs(out);
   if (!existsSync(join(out, 'charts'))) mkdirSync(join(out, 'charts'));
 }
 

@@ -7,7 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { errnoWords } from './probe.js';
+import { errnoWords } from '../util/dir-probe.js';
 
 /** The file that says which run a directory holds. */
 export const RUN_RECORD = 'plan.json';

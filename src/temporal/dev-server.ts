@@ -4,10 +4,11 @@
  * outlives the command that started it; `stopDevServer` stops it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_FLAGS } from './constants.js';
+import { makeDirs } from '../util/dir-probe.js';
 import { groupAlive, terminateGroup } from '../util/process-group.js';
 
 export interface DevServerOptions {
@@ -73,7 +74,7 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServerHand
   if (!existsSync(o.temporalBin)) {
     throw new Error(`the Temporal CLI is not installed at ${o.temporalBin}: run \`make setup\` (or set INFIR2_TEMPORAL_BIN)`);
   }
-  mkdirSync(o.stateDir, { recursive: true });
+  makeDirs(o.stateDir);
   const logFile = join(o.stateDir, 'temporal-server.log');
   const child = spawnDetached(o.temporalBin, devServerArgs(o), logFile);
   if (child.pid === undefined) throw new Error(`could not start ${o.temporalBin}`);

@@ -3,9 +3,10 @@
  * live worker. It must be local to the host (never a shared file system: a claim's holder is told alive by its
  * pid) and shared by all workers on it (containers bind-mount it and share the host's pid namespace).
  */
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { makeDirs } from './dir-probe.js';
 import { liveStartTicks, processStartTicks } from './process-group.js';
 
 /** INFIR2_HOST_DIR, else `<tmp>/infir2-host`. */
@@ -17,7 +18,7 @@ export function hostDir(): string {
 export function hostSubdir(sub: string): string {
   const top = hostDir();
   if (!existsSync(top)) {
-    mkdirSync(top, { recursive: true });
+    makeDirs(top);
     try {
       chmodSync(top, 0o1777);
     } catch {
@@ -26,7 +27,7 @@ export function hostSubdir(sub: string): string {
   }
   const dir = join(top, sub);
   if (!existsSync(dir)) {
-    mkdirSync(dir, { recursive: true });
+    makeDirs(dir);
     // Workers of other users on the host record themselves and claim GPUs here too.
     try {
       chmodSync(dir, 0o1777);

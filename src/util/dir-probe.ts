@@ -1,7 +1,8 @@
 /**
- * Is a path usable as a run directory? Checked before a run starts, in bounded time, and the directory made
- * without Node's recursive mkdir: `mkdirSync('/proc/x/y', { recursive: true })` never returns (it retries the
- * ENOENT that /proc answers forever), which made `infir2 run --set runDir=/proc/x` spin with no output.
+ * Can a directory a user names (a run directory, a report's --out, INFIR2_HOME, INFIR2_HOST_DIR) take our files?
+ * Checked in bounded time, and the directory made without Node's recursive mkdir: `mkdirSync('/proc/x/y',
+ * { recursive: true })` never returns (it retries the ENOENT that /proc answers forever), which made
+ * `infir2 run --set runDir=/proc/x`, `report --out /proc/x` and `INFIR2_HOME=/proc/x infir2 up` spin with no output.
  */
 import { existsSync, mkdirSync, rmdirSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -48,10 +49,10 @@ function existingAncestor(dir: string): { base: string; missing: string[] } {
 }
 
 /**
- * Why `dir` cannot hold a run (one line), or null when it can. Writes and removes one probe file. `holds` names
- * what would go there in the message (a run directory, a report's output).
+ * Why `dir` can never hold files (one line: its nearest existing ancestor is not a directory, or is on a pseudo
+ * file system where mkdir would spin), or null. Reads only: cheap enough for every CLI call.
  */
-export function runDirProblem(dir: string, holds = 'a run'): string | null {
+export function dirShapeProblem(dir: string, holds = 'a run'): string | null {
   const { base } = existingAncestor(dir);
   let st;
   try {
@@ -62,6 +63,17 @@ export function runDirProblem(dir: string, holds = 'a run'): string | null {
   if (!st.isDirectory()) return `${base} is not a directory`;
   const fsType = PSEUDO_FS[Number(statfsSync(base).type)];
   if (fsType) return `${base} is on the ${fsType} pseudo file system, which cannot hold ${holds}`;
+  return null;
+}
+
+/**
+ * Why `dir` cannot hold a run (one line), or null when it can: its shape, then a probe file written and removed,
+ * then the room left. `holds` names what would go there in the message (a run directory, a report's output).
+ */
+export function dirProblem(dir: string, holds = 'a run'): string | null {
+  const shape = dirShapeProblem(dir, holds);
+  if (shape) return shape;
+  const { base } = existingAncestor(dir);
   // Root passes every permission check but not a read-only mount or a full disk: write a file to know.
   const probe = join(base, `.infir2-probe-${process.pid}`);
   try {
@@ -81,7 +93,7 @@ export function runDirProblem(dir: string, holds = 'a run'): string | null {
 }
 
 /** Create `dir` one level at a time (never Node's recursive mkdir: see above); returns what it created. */
-export function makeRunDir(dir: string): string[] {
+export function makeDirs(dir: string): string[] {
   const { base, missing } = existingAncestor(dir);
   const created: string[] = [];
   let p = base;
@@ -94,7 +106,7 @@ export function makeRunDir(dir: string): string[] {
 }
 
 /** Undo a start that failed: the files it wrote, then the directories it created, deepest first, if empty. */
-export function undoRunDir(files: string[], created: string[]): void {
+export function undoMakeDirs(files: string[], created: string[]): void {
   for (const f of files) rmSync(f, { force: true });
   for (const d of [...created].reverse()) {
     try {
