@@ -45,9 +45,13 @@ export async function run(argv: string[]): Promise<number> {
   const sets = values.set ?? [];
   const runId = checkRunId(values['run-id'] ?? `parity-${defaultRunId()}`);
   const base = await loadCompiled(recipeRef!, { sets, runId });
-  const cpt = (base.recipe as { cpt?: { warmupIters: number; decayIters: number; seed: number } }).cpt;
+  const cpt = (base.recipe as { cpt?: { iterations: number; warmupIters: number; decayIters: number; seed: number } }).cpt;
   if (!cpt) throw new UsageError(`${recipeRef}: the recipe has no cpt stage to compare`);
   if (iterations <= cpt.warmupIters) throw new UsageError(`--iterations: ${iterations} ends inside the warmup (cpt.warmupIters=${cpt.warmupIters}): expected more, so that the stable phase is compared too`);
+  // Past the stable phase's end the cut schedule (--train-iters N + decay) would decay later than the recipe does:
+  // no longer a prefix of the real run.
+  const stableEnd = cpt.iterations - cpt.decayIters;
+  if (iterations > stableEnd) throw new UsageError(`--iterations: ${iterations} goes past the recipe's stable phase, which ends at ${stableEnd} (cpt.iterations − cpt.decayIters): expected at most ${stableEnd}`);
   const variants = parityVariants(Array.from({ length: k }, (_, i) => cpt.seed + i));
   const runDir = base.plan.runDir;
   const parts = [];

@@ -5,6 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
 import type { RunStatus } from '../plan/contracts.js';
 
 export interface LocatedRun {
@@ -13,6 +14,11 @@ export interface LocatedRun {
 }
 
 export async function locateRuns(refs: string[]): Promise<LocatedRun[]> {
+  // A run id never holds a '/' (run.ts's RUN_ID): such a ref is a path, and without a plan.json no run is there.
+  const notRuns = refs.filter((ref) => ref.includes('/') && !existsSync(join(ref, 'plan.json')));
+  if (notRuns.length) {
+    throw new UsageError(notRuns.map((ref) => `${ref}: not a run directory (${existsSync(ref) ? 'it has no plan.json' : 'no such directory'}): expected a run id or the directory of a run`));
+  }
   const out: (LocatedRun | null)[] = refs.map((ref) => (existsSync(join(ref, 'plan.json')) ? { runDir: resolve(ref), live: null } : null));
   const ids = refs.filter((_, i) => out[i] === null);
   if (!ids.length) return out as LocatedRun[];

@@ -66,6 +66,7 @@ describe('infir2 parity', () => {
       [['--seeds', '1'], "error: --seeds: expected a whole number of at least 2, got '1'"],
       [['--iterations', '5'], 'error: --iterations: 5 ends inside the warmup (cpt.warmupIters=10): expected more, so that the stable phase is compared too'],
       [['--stage', 'sft'], "error: --stage: expected cpt (a prefix of the pre-training schedule), got 'sft'"],
+      [['--iterations', '481'], "error: --iterations: 481 goes past the recipe's stable phase, which ends at 480 (cpt.iterations − cpt.decayIters): expected at most 480"],
     ] as const) {
       const r = await cli(['parity', 'tiny', ...args]);
       expect([r.code, r.stderr]).toEqual([2, `${msg}\n`]);

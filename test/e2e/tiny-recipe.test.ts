@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -233,6 +233,9 @@ describe('the tiny recipe end to end', () => {
     expect([bad.code, bad.stderr]).toEqual([2, "error: no run 'no-such-run' (give the id `infir2 run` printed; `infir2 list` shows them)\n"]);
     const one = await cli(['compare', 'tiny-e2e']);
     expect([one.code, one.stderr]).toEqual([2, `error: compare: expected at least two runs, got 1 (usage: infir2 compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json])\n`]);
+    // A path is never taken for a run id (those hold no '/'): a directory without a run, named, with no server asked.
+    const notRun = await cli(['compare', 'tiny-e2e', dirname(out)]);
+    expect([notRun.code, notRun.stderr]).toEqual([2, `error: ${dirname(out)}: not a run directory (it has no plan.json): expected a run id or the directory of a run\n`]);
   }, 300_000);
 
   it('refuses a fork from a checkpoint that does not exist, or that retention deleted, and says which', async () => {
