@@ -66,7 +66,8 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
   const job = p?.job ? `${p.job.scheduler} job ${p.job.id}${p.job.nodes ? ` on ${p.job.nodes}` : ''}` : '';
   return [
     s.id,
-    waiting ? 'waiting' : s.status,
+    // Trained, its checkpoints still evaluated: the steps after it already run.
+    waiting ? 'waiting' : s.status === 'running' && s.trainedAt ? 'evaluating' : s.status,
     iterCell(f),
     num(f.loss),
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',

@@ -74,9 +74,14 @@ export interface StepState {
   startedAt: string | null;
   endedAt: string | null;
   result: StepResult | null;
-  /** Where the step's time went, attempt by attempt (plan/goodput.ts); absent in states recorded before it. */
+  /**
+   * When its training ended while evaluations of its checkpoints (`evalEvery`) went on. The steps after it start
+   * then: they need its checkpoint, not its scores. The step completes when its evaluations do.
+   */
+  trainedAt?: string | null;
   /** Its checkpoints' scores, evaluated while it trained (`evalEvery`), in iteration order. */
   evals?: CheckpointScores[];
+  /** Where the step's time went, attempt by attempt (plan/goodput.ts); absent in states recorded before it. */
   time?: StepTime;
 }
 
@@ -85,7 +90,6 @@ export function initialStepState(id: string): StepState {
   return { id, status: 'pending', attempts: 0, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null };
 }
 
-/** What a completed step hands on. */
 /** Scores of one checkpoint evaluated while its step trained: per benchmark, its report's numbers. */
 export interface CheckpointScores {
   iteration: number;
@@ -94,6 +98,7 @@ export interface CheckpointScores {
   error?: string;
 }
 
+/** What a completed step hands on. */
 export interface StepResult {
   stepId: string;
   outputs: Record<string, string>;

@@ -75,11 +75,18 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     upsertSearchAttributes([{ key: SA.stage, value: running }]);
   };
   setHandler(statusQuery, () => status);
+  // A step whose training has ended while its checkpoints are still evaluated lets the steps after it start
+  // (stageRun's trainedAt). Runs recorded before this replay with the old rule: after the step completes.
+  const startAfterTraining = patched('start-after-training');
+  let wakeOnTrained = () => {};
+  let trained = new Promise<void>((resolve) => (wakeOnTrained = resolve));
   setHandler(stepUpdateSignal, (update) => {
     const cur = byId.get(update.id);
     // A late update must not undo a final state recorded from the child's result.
     if (cur && !['completed', 'kept', 'failed', 'cancelled'].includes(cur.status)) {
+      const newlyTrained = !cur.trainedAt && !!update.trainedAt;
       Object.assign(cur, update);
+      if (newlyTrained && startAfterTraining) wakeOnTrained();
       refresh();
     }
   });
@@ -89,6 +96,9 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     { key: SA.runId, value: plan.runId },
   ]);
   refresh();
+
+  /** A step the steps after it may start behind: finished, or trained with only evaluations left. */
+  const ready = (st: StepState | undefined) => !!st && (DONE.has(st.status) || (startAfterTraining && st.status === 'running' && !!st.trainedAt));
 
   let failed: string | null = null;
   let cancelled = false;
@@ -160,12 +170,13 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
         for (const step of plan.steps) {
           const st = byId.get(step.id)!;
           if (st.status !== 'pending') continue;
-          if (step.dependsOn.every((d) => DONE.has(byId.get(d)?.status ?? 'pending'))) launch(step);
+          if (step.dependsOn.every((d) => ready(byId.get(d)))) launch(step);
         }
       }
       refresh();
       if (running.size === 0) break;
-      await Promise.race(running.values());
+      await Promise.race([...running.values(), trained]);
+      trained = new Promise<void>((resolve) => (wakeOnTrained = resolve));
     }
   } catch (err) {
     if (!isCancellation(err)) throw err;

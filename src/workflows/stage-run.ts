@@ -120,6 +120,12 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
       // (an update signal sent just before the step's end may reach the run after it, and be dropped).
       if (evals) {
         evals.offer(result.iteration, true);
+        // Training is over: the run starts the steps after this one now instead of when the evaluations end
+        // (at 7B an evaluation takes hours). Histories recorded before this signal replay without it.
+        if (evals.busy() && patched('start-after-training')) {
+          state.trainedAt = new Date().toISOString();
+          publish(true);
+        }
         await evals.close();
       }
       const final = state.evals ? { ...result, evals: state.evals } : result;

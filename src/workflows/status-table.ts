@@ -75,7 +75,8 @@ function stepCells(s: StepState): string[] {
   return [
     s.id,
     // A step between attempts that waits for a person (a full disk) reads as waiting, not as training.
-    s.status === 'running' && s.waiting ? `⏸${NBSP}waiting` : `${ICON[s.status]}${NBSP}${s.status}`,
+    // Trained, its checkpoints still evaluated (the steps after it already run): evaluating.
+    s.status === 'running' && s.waiting ? `⏸${NBSP}waiting` : s.status === 'running' && s.trainedAt ? `${ICON.running}${NBSP}evaluating` : `${ICON[s.status]}${NBSP}${s.status}`,
     fmtIter(f.iteration, f.total),
     loss,
     isNum(f.checkpoint) ? String(f.checkpoint) : '',

@@ -1,7 +1,8 @@
 /**
  * Evaluation while training on a real worker against a real dev server: a stand-in training step whose
  * checkpoints at multiples of 3 (and its last) are exported and scored by child workflows on the pool while it
- * trains on; the scores are a series in the run's status, and the first one is in before training ends.
+ * trains on; the scores are a series in the run's status, and the first one is in before training ends. The
+ * step after it starts when its training ends, not when the evaluation of its last checkpoint does.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -45,6 +46,31 @@ describe('evaluation while training', () => {
     const ended = /^\[infir2 (\S+)\] attempt 1 ended/m.exec(readFileSync(join(runDir, 'logs', 'sft.stage1.eval3.arith.log'), 'utf8'))![1]!;
     const lastIteration = journal(runDir, 'sft.stage1').at(-1)!.t * 1000;
     expect(Date.parse(ended)).toBeLessThan(lastIteration);
+    expect(processesMentioning(runDir)).toEqual([]);
+  }, 120_000);
+
+  it('starts the next step when training ends, while the last checkpoint is still evaluated', async () => {
+    const runDir = tmpRunDir(env, 'evals-next');
+    const train = fakeStep({ id: 'sft.stage1', runDir, iters: 4, saveInterval: 2, sleep: 0.1 });
+    const exportStep: PlanStep = { ...fakeStep({ id: 'sft.stage1.eval{iteration}.export', runDir, files: true }), kind: 'convert' };
+    // A slow benchmark (4 s), as an evaluation at 7B is hours: the next stage must not wait for it.
+    const score = fakeStep({ id: 'sft.stage1.eval{iteration}.arith', runDir, files: true, dependsOn: [exportStep.id], extraArgs: ['--startup', '4'] });
+    const step: PlanStep = { ...train, checkpointEval: { every: 2, root: train.checkpoint!.dir, taskQueue: poolTaskQueue(POOL), steps: [exportStep, score] } };
+    const next = fakeStep({ id: 'sft.stage2', runDir, iters: 2, sleep: 0.1, dependsOn: ['sft.stage1'] });
+    const h = await startPlan(env, fakePlan(runDir, 'evals-next', [step, next]));
+    const res = (await h.result()) as { status: RunStatus };
+    const [s1, s2] = res.status.steps;
+    expect([s1!.status, s2!.status]).toEqual(['completed', 'completed']);
+    // Both checkpoints scored, the last one included: the step still completes only after its evaluations.
+    expect(s1!.evals?.map((e) => [e.iteration, e.scores.arith?.accuracy])).toEqual([
+      [2, 0.5],
+      [4, 0.5],
+    ]);
+    expect(s1!.trainedAt).toEqual(expect.any(String));
+    const lastEvalEnded = /^\[infir2 (\S+)\] attempt 1 ended/m.exec(readFileSync(join(runDir, 'logs', 'sft.stage1.eval4.arith.log'), 'utf8'))![1]!;
+    const nextTrained = journal(runDir, 'sft.stage2')[0]!.t * 1000;
+    expect(nextTrained).toBeLessThan(Date.parse(lastEvalEnded));
+    console.log(`[evals] sft.stage2's first iteration ${((Date.parse(lastEvalEnded) - nextTrained) / 1000).toFixed(1)} s before the evaluation of sft.stage1's last checkpoint ended; ${((nextTrained - Date.parse(s1!.trainedAt!)) / 1000).toFixed(1)} s after its training did`);
     expect(processesMentioning(runDir)).toEqual([]);
   }, 120_000);
 });

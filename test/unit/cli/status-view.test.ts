@@ -59,6 +59,12 @@ describe('status stepCells', () => {
     expect(stepCells(s, now)).toEqual(['cpt.stable', 'waiting', '1200/35000', '-', '-', '1000', '3', 'waiting 3m: disk full on /data/run (12 MB free); next attempt in 2m']);
   });
 
+  it('shows a trained step whose checkpoints are still evaluated as evaluating (the steps after it already run)', () => {
+    const s = state({ status: 'running', attempts: 1, trainedAt: '2025-10-01T12:00:00.000Z', evals: [{ iteration: 20, scores: { arith: { accuracy: 0.5 } } }] });
+    expect(stepCells(s)[1]).toBe('evaluating');
+    expect(stepCells({ ...s, status: 'completed' })[1]).toBe('completed');
+  });
+
   it('shows an attempt that waits for GPUs (from its heartbeat), and a warning that the next save will not fit', () => {
     const now = Date.parse('2025-10-01T12:00:45.000Z');
     const waitingForGpus = state({ status: 'running', attempts: 1, progress: progress({ waiting: { reason: 'GPUs: needs 8, 0 of this worker\'s 8 free', since: '2025-10-01T12:00:00.000Z', until: null } }) });
