@@ -151,8 +151,7 @@ function set<T extends object, K extends keyof T>(o: T, key: K, v: T[K] | undefi
 }
 
 export function parseMetricsLine(line: string): MetricsLine | null {
-  const it = MEGATRON_ITER.exec(line);
-  if (it) {
+  if (MEGATRON_ITER.test(line)) {
     const p = parseMegatronLine(line)!;
     const m: MetricsLine & { kind: 'train' } = { kind: 'train', iteration: p.iteration!, totalIterations: p.totalIterations! };
     set(m, 'loss', p.loss);

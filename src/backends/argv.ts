@@ -20,7 +20,4 @@ export function when(cond: boolean | undefined, ...flags: string[]): string[] {
   return cond ? flags : [];
 }
 
-/** `iter_0035000`: Megatron's name for the directory of one iteration. */
-export function iterDirName(iteration: number): string {
-  return `iter_${String(iteration).padStart(7, '0')}`;
-}
+export { iterDirName } from '../plan/types.js';

@@ -10,8 +10,8 @@ import { UsageError } from '../errors.js';
 import { compareHtml } from '../report/compare-html.js';
 import { compareRuns, comparisonTable } from '../report/compare.js';
 import { NotARunDir, readRunData } from '../report/run-data.js';
-import { outDirProblem, renderCharts, writePage } from '../report/write-report.js';
-import { locateRuns } from './run-files.js';
+import { renderCharts, writePage } from '../report/write-report.js';
+import { checkOutDir, locateRuns } from './run-files.js';
 
 export const USAGE = 'infir2 compare <runA> <runB> [<runC>...] [--out DIR] [--last N] [--json]';
 export const OPTIONS = { out: { type: 'string' }, last: { type: 'string' }, json: { type: 'boolean' } } satisfies Options;
@@ -21,10 +21,7 @@ export async function run(argv: string[]): Promise<number> {
   if (refs.length < 2) throw new UsageError(`compare: expected at least two runs, got ${refs.length} (usage: ${USAGE})`);
   const lastN = values.last === undefined ? undefined : Number(values.last);
   if (lastN !== undefined && !(Number.isInteger(lastN) && lastN > 0)) throw new UsageError(`--last: expected a positive whole number, got '${values.last}'`);
-  if (values.out !== undefined) {
-    const problem = outDirProblem(values.out, 'a comparison');
-    if (problem) throw new UsageError(`--out: ${problem}: expected a directory the comparison can be written to`);
-  }
+  if (values.out !== undefined) checkOutDir(values.out, '--out', 'comparison');
   const located = await locateRuns(refs);
   const data = located.map((l, i) => {
     try {
@@ -42,8 +39,7 @@ export async function run(argv: string[]): Promise<number> {
   }
   // Not inside a run's directory: comparing must leave every run as it was.
   const out = values.out ?? `infir2-compare-${data.map((d) => d.plan.runId).join('-vs-')}`;
-  const problem = outDirProblem(out, 'a comparison');
-  if (problem) throw new UsageError(`${values.out !== undefined ? '--out' : 'the current directory'}: ${problem}: expected a directory the comparison can be written to (give --out DIR)`);
+  if (values.out === undefined) checkOutDir(out, 'the current directory', 'comparison');
   const charts = renderCharts(c.charts, out, true);
   const page = writePage(out, compareHtml(c, charts, new Date().toISOString()));
   process.stdout.write(`${comparisonTable(c)}\n\ncharts: ${page}\n`);

@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
 import { NotARunDir } from '../report/run-data.js';
-import { outDirProblem, writeReport } from '../report/write-report.js';
-import { locateRuns, type LocatedRun } from './run-files.js';
+import { writeReport } from '../report/write-report.js';
+import { checkOutDir, locateRuns, type LocatedRun } from './run-files.js';
 
 export const USAGE = 'infir2 report <run> [--out DIR] [--no-png]';
 export const OPTIONS = { out: { type: 'string' }, 'no-png': { type: 'boolean' } } satisfies Options;
@@ -16,14 +16,11 @@ export const OPTIONS = { out: { type: 'string' }, 'no-png': { type: 'boolean' } 
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('report', argv, OPTIONS, USAGE);
   const [ref] = positionals('report', pos, ['run'], USAGE);
-  if (values.out !== undefined) {
-    const problem = outDirProblem(values.out);
-    if (problem) throw new UsageError(`--out: ${problem}: expected a directory the report can be written to`);
-  }
+  // A given --out is checked before the run is looked up (no server asked for a page that cannot be written).
+  if (values.out !== undefined) checkOutDir(values.out, '--out', 'report');
   const [{ runDir, live }] = (await locateRuns([ref!])) as [LocatedRun];
   const out = values.out ?? join(runDir, 'report');
-  const problem = outDirProblem(out);
-  if (problem) throw new UsageError(`${values.out !== undefined ? '--out' : 'the run directory'}: ${problem}: expected a directory the report can be written to (give --out DIR)`);
+  if (values.out === undefined) checkOutDir(out, 'the run directory', 'report');
   let w;
   try {
     w = writeReport(runDir, { out, live, png: !values['no-png'] });

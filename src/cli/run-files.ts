@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { RunStatus } from '../plan/contracts.js';
+import { outDirProblem } from '../report/write-report.js';
 
 export interface LocatedRun {
   runDir: string;
@@ -36,4 +37,13 @@ export async function locateRuns(refs: string[]): Promise<LocatedRun[]> {
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * Refuses a directory the page (`a report`, `a comparison`) cannot be written to: one line naming where it came
+ * from (`--out`, or the default's place, with a hint to give --out).
+ */
+export function checkOutDir(dir: string, from: string, page: 'report' | 'comparison'): void {
+  const problem = outDirProblem(dir, `a ${page}`);
+  if (problem) throw new UsageError(`${from}: ${problem}: expected a directory the ${page} can be written to${from === '--out' ? '' : ' (give --out DIR)'}`);
 }

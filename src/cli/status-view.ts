@@ -6,7 +6,7 @@
 import type { RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
-import { evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
+import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
 
 function iterCell(f: StepFigures): string {
   return f.iteration === null ? '-' : `${f.iteration}/${f.total ?? '?'}`;
@@ -66,8 +66,7 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
   const job = p?.job ? `${p.job.scheduler} job ${p.job.id}${p.job.nodes ? ` on ${p.job.nodes}` : ''}` : '';
   return [
     s.id,
-    // Trained, its checkpoints still evaluated: the steps after it already run.
-    waiting ? 'waiting' : s.status === 'running' && s.trainedAt ? 'evaluating' : s.status,
+    waiting ? 'waiting' : evaluating(s) ? 'evaluating' : s.status,
     iterCell(f),
     num(f.loss),
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',

@@ -63,6 +63,14 @@ export interface ProgressSpec {
 }
 
 /**
+ * `iter_0035000`: Megatron's name for the directory of one iteration. Defined here, a leaf, so that the backends'
+ * argv, the checkpoint inspection and the workflows (which fill it into evaluation templates) share one copy.
+ */
+export function iterDirName(iteration: number): string {
+  return `iter_${String(iteration).padStart(7, '0')}`;
+}
+
+/**
  * A Megatron-layout checkpoint root: `iter_%07d/` directories and `latest_checkpointed_iteration.txt`
  * written last. An iteration is complete when its directory holds `metadata.json` and the tracker has
  * reached it (DESIGN.md §2, docs/infir2-recipe.md §3.1).

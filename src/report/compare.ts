@@ -11,9 +11,10 @@
  */
 import { diffValues, describeChanges } from '../util/json-diff.js';
 import { headlineScore } from '../workflows/step-figures.js';
-import { type ChartSpec, lineChart } from './charts.js';
+import { type ChartSpec, lineChart } from './line-chart.js';
 import type { RunData, StepReport } from './run-data.js';
 import type { Point } from './step-series.js';
+import { mean, pct } from './stats.js';
 
 /** Smoothing of the per-iteration losses before their gap is taken (TensorBoard's 0.9: weight of the past). */
 export const EMA_WEIGHT = 0.9;
@@ -73,8 +74,6 @@ const median = (xs: number[]): number | null => {
   const m = Math.floor(s.length / 2);
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
-const mean = (xs: number[]): number | null => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : null);
-const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)} %`;
 const rel = (v: number | null, ref: number | null) => (v === null || ref === null || ref === 0 ? null : (v - ref) / Math.abs(ref));
 
 function row(stage: string, metric: string, values: (number | null)[], kind: 'rel' | 'ratio'): CompareRow {
@@ -88,7 +87,7 @@ function stepRows(id: string, steps: (StepReport | undefined)[], lastN: number):
   const val = steps.map((s) => s?.series?.validation.at(-1)?.y ?? null);
   if (val.some((v) => v !== null)) rows.push(row(id, 'final validation loss', val, 'rel'));
   const losses = steps.map(lossOf);
-  if (losses.some((l) => l.length)) rows.push(row(id, `mean training loss, last ${lastN}`, losses.map((l) => mean(l.slice(-lastN).map((p) => p.y))), 'rel'));
+  if (losses.some((l) => l.length)) rows.push(row(id, `mean training loss, last ${lastN}`, losses.map((l) => (l.length ? mean(l.slice(-lastN).map((p) => p.y)) : null)), 'rel'));
   if (losses[0]!.length && losses.slice(1).some((l) => l.length)) {
     const gaps = losses.slice(1).map((l) => emaGap(losses[0]!, l));
     // After warm-up: the EMA's first tenth still leans on its first points.

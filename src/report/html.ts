@@ -4,7 +4,7 @@
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
 import { formatScore } from '../workflows/step-figures.js';
-import type { ChartSpec } from './charts.js';
+import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';
 

@@ -7,9 +7,10 @@
  * better) by. Pure.
  */
 import { PREFIX_END, type ParitySpec } from '../plan/parity.js';
-import { lineChart, type ChartSpec } from './charts.js';
-import { lossOf } from './compare.js';
+import { lineChart, type ChartSpec } from './line-chart.js';
+import { LAST_N, lossOf } from './compare.js';
 import type { RunData } from './run-data.js';
+import { mean, pct } from './stats.js';
 
 export interface ParityFigure {
   variant: string;
@@ -31,21 +32,17 @@ export interface ParityVerdict {
   verdict: string;
 }
 
-const LAST = 50;
-const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
-const pct = (x: number) => `${x >= 0 ? '+' : ''}${(x * 100).toFixed(2)} %`;
-
 export function parityVerdict(data: RunData, spec: ParitySpec): ParityVerdict {
   const series = spec.variants.map((v) => data.steps.find((s) => s.id === `${v.name}.${PREFIX_END}`)?.series ?? null);
   // The last validation iteration all variants reached; else the training loss's tail.
   const valIters = series.map((s) => new Set((s?.validation ?? []).map((p) => p.x)));
   const common = [...(valIters[0] ?? [])].filter((x) => valIters.every((set) => set.has(x))).sort((a, b) => a - b).at(-1);
-  const metric = common !== undefined ? `validation loss at iteration ${common}` : `mean training loss of the last ${LAST} iterations`;
+  const metric = common !== undefined ? `validation loss at iteration ${common}` : `mean training loss of the last ${LAST_N} iterations`;
   const figures = spec.variants.map((v, i) => {
     const s = series[i];
     let value: number | null = null;
     if (s && common !== undefined) value = s.validation.find((p) => p.x === common)?.y ?? null;
-    else if (s?.loss.length) value = mean(s.loss.slice(-LAST).map((p) => p.y));
+    else if (s?.loss.length) value = mean(s.loss.slice(-LAST_N).map((p) => p.y));
     return { variant: v.name, precision: v.precision, seed: v.seed, value };
   });
   const of = (p: string) => figures.filter((f) => f.precision === p && f.value !== null).map((f) => f.value!);

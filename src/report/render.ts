@@ -5,7 +5,7 @@
  */
 import { Resvg } from '@resvg/resvg-js';
 import * as echarts from 'echarts';
-import type { ChartSpec } from './charts.js';
+import type { ChartSpec } from './line-chart.js';
 
 export const CHART_WIDTH = 900;
 export const CHART_HEIGHT = 360;

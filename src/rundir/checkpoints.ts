@@ -6,13 +6,12 @@
  */
 import { existsSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { iterDirName } from '../plan/types.js';
 
 export const TRACKER_FILE = 'latest_checkpointed_iteration.txt';
 const ITER_DIR = /^iter_(\d{7,})$/;
 
-export function iterDirName(iteration: number): string {
-  return `iter_${String(iteration).padStart(7, '0')}`;
-}
+export { iterDirName };
 
 export interface CheckpointInspection {
   dir: string;

@@ -6,7 +6,7 @@
  */
 import { ChildWorkflowFailure, condition, executeChild, isCancellation, ParentClosePolicy, workflowInfo } from '@temporalio/workflow';
 import type { CheckpointScores, StepState } from '../plan/contracts.js';
-import type { CheckpointEvalSpec, PlanStep } from '../plan/types.js';
+import { iterDirName, type CheckpointEvalSpec, type PlanStep } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import type { stageRun } from './stage-run.js';
 
@@ -22,13 +22,9 @@ export interface CheckpointEvalInput {
   retryDelaySec: number;
 }
 
-
-/**
- * A template with `{iteration}` and `{iterDir}` filled in. `{iterDir}` is the Megatron layout's directory name
- * (`iter_` and 7 digits: rundir/checkpoints.ts iterDirName, which workflow code cannot import).
- */
+/** A template with `{iteration}` and `{iterDir}` (the Megatron layout's directory name) filled in. */
 export function fillIteration(template: PlanStep, iteration: number): PlanStep {
-  const text = JSON.stringify(template).replaceAll('{iterDir}', `iter_${String(iteration).padStart(7, '0')}`).replaceAll('{iteration}', String(iteration));
+  const text = JSON.stringify(template).replaceAll('{iterDir}', iterDirName(iteration)).replaceAll('{iteration}', String(iteration));
   return JSON.parse(text) as PlanStep;
 }
 

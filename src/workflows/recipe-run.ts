@@ -30,6 +30,7 @@ import { tell } from './notify.js';
 import { writeReportOf } from './run-report.js';
 import { runEnded, type RunRef } from './notify-events.js';
 import { statusMarkdown } from './status-table.js';
+import { evaluating } from './step-figures.js';
 
 export interface RecipeRunOptions {
   /**
@@ -98,7 +99,7 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   refresh();
 
   /** A step the steps after it may start behind: finished, or trained with only evaluations left. */
-  const ready = (st: StepState | undefined) => !!st && (DONE.has(st.status) || (startAfterTraining && st.status === 'running' && !!st.trainedAt));
+  const ready = (st: StepState | undefined) => !!st && (DONE.has(st.status) || (startAfterTraining && evaluating(st)));
 
   let failed: string | null = null;
   let cancelled = false;

@@ -12,7 +12,7 @@
 import type { RunStatus, StepState } from '../plan/contracts.js';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { shortDuration } from '../plan/stall-words.js';
-import { evalSeries, formatGoodput, formatScore, goodputWords, runTimeFigures, stepFigures, stepTimeFigures } from './step-figures.js';
+import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, runTimeFigures, stepFigures, stepTimeFigures } from './step-figures.js';
 
 const ICON: Record<StepState['status'], string> = {
   pending: '·',
@@ -75,8 +75,7 @@ function stepCells(s: StepState): string[] {
   return [
     s.id,
     // A step between attempts that waits for a person (a full disk) reads as waiting, not as training.
-    // Trained, its checkpoints still evaluated (the steps after it already run): evaluating.
-    s.status === 'running' && s.waiting ? `⏸${NBSP}waiting` : s.status === 'running' && s.trainedAt ? `${ICON.running}${NBSP}evaluating` : `${ICON[s.status]}${NBSP}${s.status}`,
+    s.status === 'running' && s.waiting ? `⏸${NBSP}waiting` : evaluating(s) ? `${ICON.running}${NBSP}evaluating` : `${ICON[s.status]}${NBSP}${s.status}`,
     fmtIter(f.iteration, f.total),
     loss,
     isNum(f.checkpoint) ? String(f.checkpoint) : '',

@@ -52,6 +52,11 @@ export function formatScore(s: HeadlineScore, space = ' '): string {
 }
 
 /** The figures a step shows: a finished step's result, otherwise its progress. */
+/** Trained, with only the evaluations of its checkpoints left (stageRun's trainedAt): the steps after it may run. */
+export function evaluating(s: StepState): boolean {
+  return s.status === 'running' && !!s.trainedAt;
+}
+
 export function stepFigures(s: StepState): StepFigures {
   const p = s.progress;
   const r = s.result;
