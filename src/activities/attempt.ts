@@ -21,6 +21,8 @@ export interface RunStepInput {
   attempt: number;
   /** The highest iteration an earlier attempt reached: training up to it again is recomputed work (absent: none). */
   redoUntil?: number | null;
+  /** The longest checkpoint save an earlier attempt made, seconds: the save allowance starts from it (absent: none). */
+  longestSaveSec?: number | null;
 }
 
 export interface Attempt {

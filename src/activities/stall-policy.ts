@@ -8,7 +8,10 @@
  *   startup     from the launch to the first iterations (process start, checkpoint load, data index, the first
  *               slow iterations), and again whenever the trainer says it is loading a checkpoint: `startupSec`
  *   saving      from "saving checkpoint" (or an iteration that is a multiple of the save interval, for trainers
- *               that do not say) to the next progress: at least `saveSec`
+ *               that do not say) to the next progress: `saveSec` until the step has made a save; then
+ *               `saveFactor` × the longest save it has made (this attempt's or an earlier one's), at least the
+ *               training limit and at most `saveSec`. A rank that hangs during a save of a 7B model, whose
+ *               saves took two minutes, is caught in minutes, not after the 30-minute allowance
  *   evaluating  after an iteration that is a multiple of the evaluation interval: at least `evalSec`
  *   training    once `MIN_GAPS` gaps between iterations have been seen: `max(floorSec, factor × g)`, where g is a
  *               high percentile of the gaps (p95: steady training) or their maximum (RL rollouts, evaluations,
@@ -45,10 +48,15 @@ export interface Rhythm {
   loading: boolean;
   /** The phase the current silence is in (what the next gap must not be counted as, if not training). */
   phase: StallPhase;
+  /** When the current save silence began, ms (null: not in one). */
+  savingSince: number | null;
+  /** The longest save silence the step has made, seconds: this attempt's and earlier ones' (null: none yet). */
+  longestSaveSec: number | null;
 }
 
-export function newRhythm(now: number): Rhythm {
-  return { lastAdvance: now, lastIterationAt: null, lastIteration: null, gaps: [], saving: false, savedIteration: null, loading: false, phase: 'startup' };
+/** A new attempt's rhythm; `longestSaveSec`: the longest save the step's earlier attempts made. */
+export function newRhythm(now: number, longestSaveSec: number | null = null): Rhythm {
+  return { lastAdvance: now, lastIterationAt: null, lastIteration: null, gaps: [], saving: false, savedIteration: null, loading: false, phase: 'startup', savingSince: null, longestSaveSec };
 }
 
 const multipleOf = (it: number | null, every: number | null) => it !== null && !!every && it > 0 && it % every === 0;
@@ -65,6 +73,13 @@ function phaseOf(spec: StallSpec, r: Rhythm): StallPhase {
 
 /** Fold one progress event seen at `now` into the rhythm. */
 export function observe(spec: StallSpec, r: Rhythm, ev: ProgressEvent, now: number): void {
+  const advanced = ev.checkpointSaved !== undefined || (ev.iteration !== undefined && ev.iteration !== r.lastIteration);
+  // A save silence ends at the next progress: its length (a save, or an iteration and the save after it for
+  // trainers that do not announce theirs) is what the next saves are held to.
+  if (advanced && r.phase === 'saving' && r.savingSince !== null) {
+    const sec = (now - r.savingSince) / 1000;
+    r.longestSaveSec = Math.max(r.longestSaveSec ?? 0, sec);
+  }
   if (ev.loadingCheckpoint) r.loading = true;
   if (ev.savingCheckpoint) r.saving = true;
   if (ev.checkpointSaved !== undefined) {
@@ -86,7 +101,10 @@ export function observe(spec: StallSpec, r: Rhythm, ev: ProgressEvent, now: numb
     r.loading = false;
     r.saving = false;
   }
+  const was = r.phase;
   r.phase = phaseOf(spec, r);
+  if (r.phase !== 'saving') r.savingSince = null;
+  else if (was !== 'saving' || advanced) r.savingSince = now;
 }
 
 /** The q-quantile (0..1) of `xs`, nearest rank. */
@@ -108,12 +126,21 @@ export interface StallLimit {
   limitSec: number;
 }
 
+/**
+ * The save allowance: `saveSec` until a save has been seen, then `saveFactor` × the longest one, never above
+ * `saveSec` (the floor, the training limit, is applied by the caller). Plans recorded before it have no factor.
+ */
+export function saveAllowanceSec(spec: StallSpec, longestSaveSec: number | null): number {
+  if (!spec.saveFactor || longestSaveSec === null) return spec.saveSec;
+  return Math.min(spec.saveSec, spec.saveFactor * longestSaveSec);
+}
+
 /** The limit the current silence is held to. */
 export function stallLimit(spec: StallSpec, r: Rhythm): StallLimit {
   const rhythm = r.gaps.length >= MIN_GAPS ? rhythmLimitSec(spec, r.gaps) : spec.startupSec;
   const byPhase: Record<StallPhase, number> = {
     startup: spec.startupSec,
-    saving: Math.max(rhythm, spec.saveSec),
+    saving: Math.max(rhythm, saveAllowanceSec(spec, r.longestSaveSec)),
     evaluating: Math.max(rhythm, spec.evalSec),
     training: rhythm,
   };

@@ -44,7 +44,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null, stall: null };
   // The stall limit follows the attempt's phase and rhythm (stall-policy.ts); a step without it has one limit.
   const stallSpec = step.stall ?? fixedStallSpec(step.stallTimeoutSec);
-  const rhythm = newRhythm(Date.now());
+  const rhythm = newRhythm(Date.now(), a.input.longestSaveSec ?? null);
   if (progress.time) launched(progress.time, Date.now());
   const redoUntil = a.input.redoUntil ?? null;
   const showLimit = () => {
@@ -94,7 +94,11 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     const { advanced, checkpointSaved } = applyProgress(progress, ev, step.progress.totalIterations);
     const now = Date.now();
     observe(stallSpec, rhythm, ev, now);
-    if (progress.time) observeTime(progress.time, ev, now, redoUntil);
+    if (progress.time) {
+      observeTime(progress.time, ev, now, redoUntil);
+      // The next attempt's save allowance starts from the saves made so far (carried in the attempt's record).
+      if (rhythm.longestSaveSec !== null) progress.time.longestSaveSec = rhythm.longestSaveSec;
+    }
     const limitChanged = showLimit();
     if (checkpointSaved) {
       signalWorkflow();

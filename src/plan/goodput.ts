@@ -43,6 +43,8 @@ export interface AttemptTime {
   lastIteration: number | null;
   /** Why it ended, when it failed; null while it runs or when it succeeded. */
   failure: FailureClass | null;
+  /** The longest checkpoint save the step had made by this attempt, seconds (activities/stall-policy.ts); absent: none. */
+  longestSaveSec?: number;
 }
 
 /** A step's time: its attempts, oldest first (the oldest folded into `earlier` past MAX_ATTEMPT_RECORDS). */
@@ -164,6 +166,12 @@ export function withAttempt(st: StepTime, t: AttemptTime): StepTime {
 export function highWater(st: StepTime | undefined): number | null {
   const its = (st?.attempts ?? []).map((t) => t.lastIteration).filter((x): x is number => x !== null);
   return its.length ? Math.max(...its) : null;
+}
+
+/** The longest save the step's listed attempts made, seconds (null: none): the next attempt's save allowance starts from it. */
+export function longestSave(st: StepTime | undefined): number | null {
+  const secs = (st?.attempts ?? []).map((t) => t.longestSaveSec).filter((x): x is number => x !== undefined);
+  return secs.length ? Math.max(...secs) : null;
 }
 
 /** A step's or a run's goodput figures, as `status --json` shows them. */

@@ -16,5 +16,5 @@ export function shortDuration(sec: number): string {
 export function describeStallSpec(spec: StallSpec): string {
   if (spec.factor === 1 && spec.startupSec === spec.capSec && spec.floorSec === spec.capSec) return `${shortDuration(spec.capSec)} fixed`;
   const d = shortDuration;
-  return `startup ${d(Math.min(spec.startupSec, spec.capSec))}, then max(${d(spec.floorSec)}, ${spec.factor}×${spec.basis} gap)${spec.saveEvery ? `; save ${d(Math.min(spec.saveSec, spec.capSec))}` : ''}${spec.evalEvery ? `, eval ${d(Math.min(spec.evalSec, spec.capSec))}` : ''}; at most ${d(spec.capSec)}`;
+  return `startup ${d(Math.min(spec.startupSec, spec.capSec))}, then max(${d(spec.floorSec)}, ${spec.factor}×${spec.basis} gap)${spec.saveEvery ? `; save ${d(Math.min(spec.saveSec, spec.capSec))}${spec.saveFactor ? ` (then ${spec.saveFactor}×longest save)` : ''}` : ''}${spec.evalEvery ? `, eval ${d(Math.min(spec.evalSec, spec.capSec))}` : ''}; at most ${d(spec.capSec)}`;
 }

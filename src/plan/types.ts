@@ -228,6 +228,11 @@ export interface StallSpec {
   basis: 'p95' | 'max';
   /** A checkpoint save (announced, or after an iteration that is a multiple of `saveEvery`) may take this long. */
   saveSec: number;
+  /**
+   * Once the step has made a save, later ones may take this many times the longest (at least the training
+   * limit, at most `saveSec`). Absent in plans recorded before: `saveSec` always.
+   */
+  saveFactor?: number;
   /** The evaluation after an iteration that is a multiple of `evalEvery` may take this long. */
   evalSec: number;
   saveEvery: number | null;

@@ -93,7 +93,7 @@ export const adaptiveStall = (d: StallDefaults) => ({
   stallFloor: duration().prefault(d.floor).describe('the least the limit learned from the gaps can be'),
   saveTimeout: duration()
     .prefault(d.save)
-    .describe('a checkpoint save (announced by "saving checkpoint", or after an iteration that is a multiple of `saveInterval`) may be silent this long'),
+    .describe('a checkpoint save (announced by "saving checkpoint", or after an iteration that is a multiple of `saveInterval`) may be silent this long until the step has made one; after that, 4× its longest save (at least the training limit, at most this)'),
   evalTimeout: duration().prefault(d.eval).describe('the evaluation after an iteration that is a multiple of `evalInterval` may be silent this long'),
 });
 

@@ -22,7 +22,7 @@ import type { NotifySpec, PlanStep, RetryBudgets } from '../plan/types.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
 import { failedAttemptTime, failureFacts } from './failures.js';
-import { highWater, withAttempt } from '../plan/goodput.js';
+import { highWater, longestSave, withAttempt } from '../plan/goodput.js';
 import { evaluator } from './checkpoint-eval.js';
 import { tell } from './notify.js';
 import { stepFailed, type RunRef } from './notify-events.js';
@@ -114,7 +114,7 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     publish(true);
     const scheduledAt = Date.now();
     try {
-      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time) });
+      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time), longestSaveSec: longestSave(state.time) });
       if (result.time) state.time = withAttempt(state.time, result.time);
       // The final checkpoint is evaluated too; the step ends once its evaluations have, and its result carries them
       // (an update signal sent just before the step's end may reach the run after it, and be dropped).

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ProgressEvent } from '../../../src/activities/progress-parsers.js';
-import { fixedStallSpec, MIN_GAPS, newRhythm, observe, quantile, rhythmLimitSec, stallLimit, type Rhythm } from '../../../src/activities/stall-policy.js';
+import { fixedStallSpec, MIN_GAPS, newRhythm, observe, quantile, rhythmLimitSec, saveAllowanceSec, stallLimit, type Rhythm } from '../../../src/activities/stall-policy.js';
 import { describeStallSpec, shortDuration } from '../../../src/plan/stall-words.js';
 import type { StallSpec } from '../../../src/plan/types.js';
 
@@ -17,9 +17,9 @@ const RL: StallSpec = { startupSec: 2700, factor: 3, floorSec: 600, basis: 'max'
  * Replay a trainer: `events` are [seconds after launch, event]. Returns, at every second up to `until`, whether the
  * watchdog would have stopped it (silence longer than the limit in force), and the first such second.
  */
-function replay(spec: StallSpec, events: [number, ProgressEvent][], until: number): { killedAt: number | null; r: Rhythm } {
+function replay(spec: StallSpec, events: [number, ProgressEvent][], until: number, longestSaveSec: number | null = null): { killedAt: number | null; r: Rhythm } {
   const t0 = 1_000_000;
-  const r = newRhythm(t0);
+  const r = newRhythm(t0, longestSaveSec);
   let i = 0;
   for (let sec = 0; sec <= until; sec += 0.25) {
     while (i < events.length && events[i]![0] <= sec) observe(spec, r, events[i++]![1], t0 + events[i - 1]![0] * 1000);
@@ -72,6 +72,67 @@ describe('the issue\'s cases, with the default limits and no stallTimeout set', 
     const { killedAt } = replay(RL, events, t + 3600);
     expect(killedAt! - t).toBeGreaterThan(599); // max(10 min floor, 3 × 60 s)
     expect(killedAt! - t).toBeLessThan(601);
+  });
+});
+
+describe('the save allowance learns from the step\'s own saves', () => {
+  // As compile.ts renders it: 4× the longest save made, at least the training limit, at most saveSec.
+  const LEARN: StallSpec = { ...TRAIN, saveFactor: 4 };
+  /** 1 s iterations; a save announced after every multiple of 100 taking `saveSec`; then silent from `hangAt` on. */
+  function savesThenSilence(saveSec: number, untilIteration: number): [number, ProgressEvent][] {
+    const ev: [number, ProgressEvent][] = [];
+    let t = 0;
+    for (let k = 1; k <= untilIteration; k += 1) {
+      ev.push([(t += 1), { iteration: k }]);
+      if (k % 100 === 0) {
+        ev.push([t + 0.1, { savingCheckpoint: true }]);
+        ev.push([(t += saveSec), { checkpointSaved: k }]);
+      }
+    }
+    return ev;
+  }
+
+  it('a rank that hangs during the third save, after two 20 s saves, is stopped at 4 × 20 s, not after 30 min', () => {
+    // Iteration 300, its save announced, then nothing: the other ranks wait in the save's collective.
+    const events = savesThenSilence(20, 299);
+    const last = events.at(-1)![0];
+    events.push([last + 1, { iteration: 300 }], [last + 1.1, { savingCheckpoint: true }]);
+    const { killedAt, r } = replay(LEARN, events, last + 2000);
+    expect(r.longestSaveSec).toBeCloseTo(20, 0);
+    expect(killedAt! - (last + 1)).toBeGreaterThanOrEqual(80);
+    expect(killedAt! - (last + 1)).toBeLessThan(81);
+    // A save a little slower than the ones before is not a hang.
+    const slower = savesThenSilence(20, 299);
+    const l2 = slower.at(-1)![0];
+    slower.push([l2 + 1, { iteration: 300 }], [l2 + 1.1, { savingCheckpoint: true }], [l2 + 61, { checkpointSaved: 300 }], [l2 + 62, { iteration: 301 }]);
+    expect(replay(LEARN, slower, l2 + 62).killedAt).toBeNull();
+  });
+
+  it('the first save of a step gets saveSec; a resumed attempt starts from the saves its step made before', () => {
+    const first = [...iters(1, 100, (k) => k), [100.1, { savingCheckpoint: true }]] as [number, ProgressEvent][];
+    expect(replay(LEARN, first, 3000).killedAt! - 100).toBeGreaterThan(1799);
+    // Attempt 2, after attempt 1's saves of 30 s: its first save is held to 120 s.
+    expect(replay(LEARN, first, 3000, 30).killedAt! - 100).toBeCloseTo(120, 0);
+  });
+
+  it('floor: saves of milliseconds leave the training limit; bound: a 10-minute save still gets only saveSec', () => {
+    expect(saveAllowanceSec(LEARN, 0.05)).toBeCloseTo(0.2);
+    const r = newRhythm(0, 0.05);
+    for (let k = 1; k <= 99; k += 1) observe(LEARN, r, { iteration: k }, k * 1000);
+    observe(LEARN, r, { iteration: 100 }, 100_000);
+    expect(stallLimit(LEARN, r)).toEqual({ phase: 'saving', limitSec: 20 });
+    expect(saveAllowanceSec(LEARN, 600)).toBe(1800);
+    // A plan recorded before the rule (no saveFactor) keeps saveSec whatever it has seen.
+    expect(saveAllowanceSec(TRAIN, 5)).toBe(1800);
+  });
+
+  it('a save a trainer does not announce is measured from its interval\'s iteration to the next progress', () => {
+    const r = newRhythm(0);
+    for (let k = 1; k <= 100; k += 1) observe(LEARN, r, { iteration: k }, k * 1000);
+    expect(r.phase).toBe('saving');
+    observe(LEARN, r, { iteration: 101 }, 125_000);
+    expect(r.longestSaveSec).toBe(25);
+    expect(describeStallSpec(LEARN)).toBe('startup 30m, then max(20s, 10×p95 gap); save 30m (then 4×longest save); at most 2h');
   });
 });
 

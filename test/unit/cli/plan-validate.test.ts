@@ -64,10 +64,10 @@ describe('infir2 plan', () => {
     expect(lines.slice(16)).toEqual([
       '',
       'stall limits (silent longer than this: a hang, stopped and retried):',
-      '  cpt.warmup, cpt.stable, cpt.decay: startup 5m, then max(20s, 10×p95 gap); save 5m, eval 5m; at most 5m',
-      '  sft.stage1, sft.stage2: startup 5m, then max(20s, 10×p95 gap); save 5m; at most 5m',
+      '  cpt.warmup, cpt.stable, cpt.decay: startup 5m, then max(20s, 10×p95 gap); save 5m (then 4×longest save), eval 5m; at most 5m',
+      '  sft.stage1, sft.stage2: startup 5m, then max(20s, 10×p95 gap); save 5m (then 4×longest save); at most 5m',
       '  convert.hf, convert.fp8, eval.fp8.arith, convert.rl, eval.rl.arith: 5m fixed (no progress lines)',
-      '  rl.stage1, rl.stage2: startup 5m, then max(10m, 3×max gap); save 5m; at most 5m',
+      '  rl.stage1, rl.stage2: startup 5m, then max(10m, 3×max gap); save 5m (then 4×longest save); at most 5m',
       // The checkpoint-interval section: the tiny recipe trains on CPU, where a per-GPU-hour failure rate says nothing.
       '',
       'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md',
