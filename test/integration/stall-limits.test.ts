@@ -1,8 +1,9 @@
 /**
  * The adaptive stall limits on a real worker, with the limits a recipe gets when it sets no `stallTimeout` (those
  * the 7B recipe compiles to): a hung trainer of 1 s iterations is stopped within 30 s, while a 90 s silent
- * checkpoint load, a save silent for 20 iterations' time and RL rollouts of 5–60 s are left alone. The four run
- * at once, as four steps of one run.
+ * checkpoint load, a save silent for 20 iterations' time and RL rollouts of 5–60 s are left alone; a trainer
+ * that hangs inside its third save, after two quick ones, is stopped at the training limit, not after the 30-minute
+ * save allowance. The five run at once, as five steps of one run.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -34,7 +35,7 @@ async function defaults(): Promise<{ train: StallSpec; rl: StallSpec }> {
 describe('adaptive stall limits, defaults', () => {
   it('stops a hang within 30 s; leaves a 90 s load, a 20 s save and 5–60 s rollouts alone', async () => {
     const { train, rl } = await defaults();
-    expect(train).toMatchObject({ startupSec: 1800, factor: 10, floorSec: 20, basis: 'p95', capSec: 7200 });
+    expect(train).toMatchObject({ startupSec: 1800, factor: 10, floorSec: 20, basis: 'p95', saveSec: 1800, saveFactor: 4, capSec: 7200 });
     expect(rl).toMatchObject({ factor: 3, floorSec: 600, basis: 'max' });
     const runDir = tmpRunDir(env, 'adaptive');
     const step = (o: Omit<Parameters<typeof fakeStep>[0], 'runDir'>, spec: StallSpec) =>
@@ -46,6 +47,8 @@ describe('adaptive stall limits, defaults', () => {
       step({ id: 'cpt.load', iters: 12, saveInterval: 3, sleep: 1, faults: ['crash@8'], extraArgs: ['--load-sleep', '90'] }, train),
       // Every save silent for 20 s, 20 iterations' time: at a multiple of the interval (6) and at the end (10).
       step({ id: 'cpt.save', iters: 10, saveInterval: 6, sleep: 1, extraArgs: ['--save-sleep', '20'] }, train),
+      // Quick saves at 5 and 10, then stuck inside the save of 15 ("saving checkpoint" printed, then silence).
+      step({ id: 'cpt.savehang', iters: 20, saveInterval: 5, sleep: 1, faults: ['hangsave@15'] }, train),
       // Rollouts of 5 to 60 s.
       step({ id: 'rl.rollouts', iters: 4, saveInterval: 2, extraArgs: ['--sleep-cycle', '5,60,10,25'] }, rl),
     ]);
@@ -60,6 +63,11 @@ describe('adaptive stall limits, defaults', () => {
     expect(detectedS).toBeLessThanOrEqual(30);
     expect(log()).toMatch(/stall: no progress for 2\ds \(training limit 20s\)/);
 
+    // The save allowance learned from the quick saves: the training limit (20 s), not saveTimeout (30 min).
+    const saveLog = () => readFileSync(join(runDir, 'logs', 'cpt.savehang.log'), 'utf8');
+    await waitFor('the hang inside a save to be declared', () => /\] stall: /.test(saveLog()), 120_000);
+    expect(saveLog()).toMatch(/stall: no progress for 2\ds \(saving limit 20s\)/);
+
     const res = (await h.result()) as { status: RunStatus };
     expect(res.status.status).toBe('completed');
     const byId = Object.fromEntries(res.status.steps.map((s) => [s.id, s]));
@@ -67,6 +75,8 @@ describe('adaptive stall limits, defaults', () => {
     expect(byId['cpt.hang']!.failures).toEqual({ hang: 1 });
     expect(recomputed(runDir, 'cpt.hang', 10)).toEqual([]);
     // The others: only the crash that was asked for, no hang.
+    expect(byId['cpt.savehang']!.failures).toEqual({ hang: 1 });
+    expect(recomputed(runDir, 'cpt.savehang', 10)).toEqual([]);
     expect(byId['cpt.load']!.failures).toEqual({ crash: 1 });
     expect(readFileSync(join(runDir, 'logs', 'cpt.load.log'), 'utf8')).toMatch(/loading distributed checkpoint from .* at iteration 6/);
     expect(byId['cpt.save']!.failures).toEqual({});
