@@ -48,6 +48,9 @@ if ! { [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/bin/sr
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurm-wlm slurm-client munge >/dev/null
 fi
 [ -n "$pgbin" ] || die "no initdb/pg_ctl under /usr/lib/postgresql/*/bin"
+# --packages: only the Debian packages (scripts/test.sh installs them first, so that apt never runs twice at once,
+# then builds the rest in the background while the other tiers run).
+[ "${1:-}" = --packages ] && exit 0
 pg_version=$("$pgbin/postgres" --version | awk '{print $3}') # "postgres (PostgreSQL) 15.18 (Debian …)"
 
 # 3. The Temporal server and SQL tool, built once per release. The stamp names what was built and how.

