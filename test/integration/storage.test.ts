@@ -131,7 +131,9 @@ describe('storage faults', () => {
     const mnt = join(env.dir, 'rofs');
     if (!mountTmpfs(mnt, '16m')) return ctx.skip(NO_MOUNT);
     const runDir = join(mnt, 'run');
-    const plan = fakePlan(runDir, 'read-only', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.05 })]);
+    // 10 s of training: the read-only view must come before the last save even when a loaded machine delays this
+    // test's polling by seconds (at 2 s, the trainer could finish first and nothing would fail).
+    const plan = fakePlan(runDir, 'read-only', [fakeStep({ id: 'cpt.stable', runDir, iters: 40, saveInterval: 5, sleep: 0.25 })]);
     const ckpt = plan.steps[0]!.checkpoint!.dir;
     let ro = false;
     try {
