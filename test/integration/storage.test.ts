@@ -92,7 +92,8 @@ describe('storage faults', () => {
     if (!mountTmpfs(mnt, '4m')) return ctx.skip(NO_MOUNT);
     try {
       const runDir = join(mnt, 'run');
-      const plan = fakePlan(runDir, 'disk-full', [fakeStep({ id: 'cpt.stable', runDir, iters: 60, saveInterval: 5, sleep: 0.05 })]);
+      // 12 s of training: the disk must fill before the last save even when a loaded machine delays the polling.
+      const plan = fakePlan(runDir, 'disk-full', [fakeStep({ id: 'cpt.stable', runDir, iters: 60, saveInterval: 5, sleep: 0.2 })]);
       const h = await startPlan(env, plan);
       const ckpt = plan.steps[0]!.checkpoint!.dir;
       await waitFor('a checkpoint past 10', () => (inspectCheckpointDir(ckpt).latestComplete ?? 0) >= 10);
