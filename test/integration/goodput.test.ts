@@ -51,7 +51,7 @@ function loggedAttempts(runDir: string, stepId: string): LoggedAttempt[] {
     if (note) {
       const at = Date.parse(note[1]!);
       if (/^attempt \d+ (starting fresh|resuming from iteration)/.test(note[2]!)) out.push({ launchAt: at, iterations: [], stopAt: null, endAt: null });
-      else if (/^stopping the process group/.test(note[2]!)) out.at(-1)!.stopAt = at;
+      else if (/^stopping the attempt's processes/.test(note[2]!)) out.at(-1)!.stopAt = at;
       else if (/^attempt \d+ ended/.test(note[2]!)) out.at(-1)!.endAt = at;
       continue;
     }

@@ -66,6 +66,6 @@ describe('two workers given the same GPU', () => {
     // Both trained to the end, one after the other: each trainer ran once, without a retry.
     for (const d of [dirA, dirB]) expect(new Set(journal(d, 'cpt').map((e) => e.pid)).size).toBe(1);
     const logs = [dirA, dirB].map((d) => readFileSync(join(d, 'logs', readdirSync(join(d, 'logs'))[0]!), 'utf8')).join('\n');
-    expect(logs).toMatch(/waiting for GPUs: needs 1; GPU 0 is held by fake-[ab]\/cpt attempt 1 \(worker pid \d+, trainer process group \d+\)/);
+    expect(logs).toMatch(/waiting for GPUs: needs 1; GPU 0 is held by fake-[ab]\/cpt attempt 1 \(worker pid \d+, trainer pid \d+\)/);
   }, 180_000);
 });
