@@ -27,6 +27,8 @@ export interface StandinOptions {
   saveInterval?: number;
   /** The command starts the launcher on each node itself (an srun step). */
   nodeLaunchers?: boolean;
+  /** More of the step (an srun step's job and stop command). */
+  extra?: Partial<PlanStep>;
 }
 
 /** One CPT-like step: the stand-in with Megatron's stop flag and data-loader workers, resumed with --ckpt-step. */
@@ -58,6 +60,7 @@ export function standinStep(o: StandinOptions): PlanStep {
     stallTimeoutSec: STALL.capSec, stall: STALL, attemptTimeoutSec: 900,
     retries: { crash: 2, hang: 2, oom: 0, preempted: 3, storage: 1, config: 0 },
     summary: `megatron stand-in ${id}`,
+    ...o.extra,
   };
 }
 
