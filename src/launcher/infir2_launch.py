@@ -31,6 +31,10 @@ its parent's: torchrun sets them for each rank it starts, and a rank's children 
 checkpoint writer) inherit its values. With no rank at all (a single-process trainer, a tool, `ray job submit`),
 the launcher's own children are the ones signalled.
 
+Output: the command's stdout and stderr go through this process to its own stdout. When that breaks (the worker
+reading it was SIGKILLed), the tree keeps running, its output dropped, instead of dying of EPIPE at its next log
+line: its ranks wait for the next attempt, which stops them through the stop file so that they save first.
+
 Exit: the command's exit code; a command killed by a signal makes this process die by the same signal, so that
 the supervisor sees what it would have seen of the command.
 """
@@ -42,6 +46,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -51,8 +56,35 @@ RANK_KEYS = ("RANK", "LOCAL_RANK", "TORCHELASTIC_RUN_ID")
 MAX_ALLOWANCE_S = 7 * 24 * 3600
 
 
+OUT = {"broken": False}
+
+
+def write_out(data):
+    """To this process's stdout, unless it broke: then dropped (the reader is gone; the tree must not follow)."""
+    if OUT["broken"]:
+        return
+    try:
+        while data:
+            data = data[os.write(1, data):]
+    except OSError:
+        OUT["broken"] = True
+
+
 def say(msg):
-    print("[infir2-launch] %s" % msg, file=sys.stderr, flush=True)
+    write_out(("[infir2-launch] %s\n" % msg).encode())
+
+
+def relay(fd):
+    """Copy the command's output to stdout until every writer of the pipe is gone."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except InterruptedError:
+            continue
+        if not data:
+            break
+        write_out(data)
+    os.close(fd)
 
 
 def become_subreaper():
@@ -216,11 +248,16 @@ def main(argv):
     asked = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: asked.append(signum))
+    rfd, wfd = os.pipe()
     try:
-        child = subprocess.Popen(command)
+        child = subprocess.Popen(command, stdout=wfd, stderr=wfd)
     except OSError as err:
         say("cannot start %s: %s" % (command[0], err.strerror or err))
         return 127 if isinstance(err, FileNotFoundError) else 126
+    finally:
+        os.close(wfd)
+    relayer = threading.Thread(target=relay, args=(rfd,), daemon=True)
+    relayer.start()
 
     me = os.getpid()
     status = None
@@ -254,6 +291,7 @@ def main(argv):
             break
         time.sleep(POLL_S)
 
+    relayer.join(timeout=2)  # the last lines the tree wrote (a writer that outlived it would hold the pipe open)
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset

@@ -201,7 +201,8 @@ def test_the_exit_code_is_the_commands(tmp_path, code):
 def test_a_command_that_cannot_start_is_named(tmp_path):
     r = subprocess.run([sys.executable, LAUNCHER, "--", str(tmp_path / "nothing")], cwd=str(tmp_path), capture_output=True, text=True)
     assert r.returncode == 127
-    assert "cannot start" in r.stderr and "nothing" in r.stderr
+    # On stdout, which carries the command's output and the launcher's lines alike (the step's log).
+    assert "cannot start" in r.stdout and "nothing" in r.stdout
 
 
 def test_bad_arguments_exit_2_with_one_line(tmp_path):
@@ -210,3 +211,25 @@ def test_bad_arguments_exit_2_with_one_line(tmp_path):
     assert "--stop-allowance: expected seconds" in r.stderr and "Traceback" not in r.stderr
     r = subprocess.run([sys.executable, LAUNCHER], cwd=str(tmp_path), capture_output=True, text=True)
     assert r.returncode == 2 and "no command to run" in r.stderr
+
+
+def test_the_tree_outlives_a_reader_that_went_away(tmp_path):
+    """The worker reading the output SIGKILLed: the command keeps running (its output dropped), not dying of EPIPE."""
+    script = tmp_path / "chatty.py"
+    script.write_text("import sys, time\nfor i in range(40):\n    print('line', i, flush=True)\n    time.sleep(0.05)\nopen(sys.argv[1], 'w').write('done')\n")
+    r, w = os.pipe()
+    p = subprocess.Popen([sys.executable, LAUNCHER, "--", sys.executable, str(script), str(tmp_path / "done")], cwd=str(tmp_path), stdout=w, stderr=w)
+    os.close(w)
+    first = b""
+    while b"line 0\n" not in first:
+        first += os.read(r, 100)
+    os.close(r)  # the reader goes away
+    assert p.wait(timeout=30) == 0
+    assert (tmp_path / "done").read_text() == "done"
+
+
+def test_the_output_is_relayed_whole(tmp_path):
+    r = subprocess.run([sys.executable, LAUNCHER, "--", sys.executable, "-c", "import sys\nfor i in range(2000): print('x' * 100, i)\nprint('err', file=sys.stderr)"],
+                       cwd=str(tmp_path), capture_output=True, text=True)
+    assert r.returncode == 0
+    assert r.stdout.count("\n") == 2001 and r.stdout.rstrip().endswith("err")
