@@ -44,7 +44,7 @@ async function stepOf(h: { result(): Promise<unknown> }): Promise<StepState> {
 
 /** One row of the stop table, printed for the report. */
 function row(what: string, lost: number, seconds: number, left: number): void {
-  console.log(`[stop table] megatron stand-in, torchrun ${NEW_TORCHRUN.includes('.torch-venv') ? '>= 2.4' : '1.13'}: ${what}: iterations lost ${lost}, stop → exit ${seconds.toFixed(1)} s, processes left ${left}`);
+  console.log(`[stop table] megatron stand-in, torchrun ${NEW_TORCHRUN.includes('.torch-venv') ? '>= 2.4' : '1.13'}: ${what}: iterations lost ${lost}, stop → exit ${Number.isNaN(seconds) ? '-' : seconds.toFixed(1)} s, processes left ${left}`);
 }
 
 const nothingLeft = (runDir: string) => waitFor('no process of the run left', () => processesMentioning(runDir).length === 0, 60_000);
@@ -125,16 +125,22 @@ describe('the Megatron stand-in under torchrun >= 2.4', () => {
     const log = logText(runDir);
     expect(log).toMatch(/terminating a trainer of an earlier attempt \(.* attempt 1, launch [0-9a-z]+\)/);
     for (const pid of oldRanks) expect(existsSync(`/proc/${pid}`)).toBe(false);
-    const [first, second] = attemptsOf(runDir);
-    // The old ranks saved where they stood when they were stopped; the new attempt started from there.
-    expect(first!.exitLine).toBe(true);
-    expect(second!.note).toMatch(new RegExp(`resuming from iteration ${first!.iterations.at(-1)}\\b`));
+    const [, second] = attemptsOf(runDir);
+    // Their output went with the worker; the journal (a file) says how far they got: the new attempt started from
+    // the save they made when it stopped them, past anything the first attempt printed, and nothing was lost.
+    const oldPid = journal(runDir, 'cpt.stable')[0]!.pid;
+    const oldLast = Math.max(...journal(runDir, 'cpt.stable').filter((e) => e.pid === oldPid).map((e) => e.iteration));
+    const from = Number(/resuming from iteration (\d+)/.exec(second!.note)![1]);
+    expect(from).toBe(oldLast);
+    expect(from).toBeGreaterThan(14);
     // Two trainers never wrote together: once the new attempt's pid appears, the old one never does again.
     const pids = journal(runDir, 'cpt.stable').map((e) => e.pid);
     const switchAt = pids.findIndex((x) => x !== pids[0]);
     expect(pids.slice(switchAt).includes(pids[0]!)).toBe(false);
     expect(recomputed(runDir, 'cpt.stable')).toEqual([]);
-    row('worker SIGKILL (next attempt stops the old ranks)', first!.iterations.at(-1)! - Number(/resuming from iteration (\d+)/.exec(second!.note)![1]), NaN, 0);
+    // The takeover's stop: from its first note to the lock taken (the old tree gone).
+    const at = (re: RegExp) => Date.parse(/^\[infir2 (\S+)\] /.exec(logText(runDir).split('\n').find((l) => re.test(l))!)![1]!);
+    row('worker SIGKILL (next attempt stops the old ranks)', oldLast - from, (at(/taking over a stale lock/) - at(/terminating a trainer of an earlier attempt/)) / 1000, 0);
     await nothingLeft(runDir);
   }, 400_000);
 
