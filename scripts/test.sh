@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: TypeScript (unit, integration against a real Temporal dev server, e2e), the Python
-# trainer's tests, and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real Slurm; scripts/test-cluster.sh).
+# trainer's and launcher's tests, and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real Slurm; scripts/test-cluster.sh).
 # `make test` runs setup first; CI runs `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +11,8 @@ echo "== trainer tests (pytest) =="
 if [ -d trainer/tests ]; then
   "$INFIR2_PYTHON" -m pytest -q trainer/tests || status=1
 fi
+echo "== launcher tests (pytest) =="
+"$INFIR2_PYTHON" -m pytest -q test/launcher || status=1
 echo "== type check (src, tests, scripts, bench) =="
 npx --no-install tsc -p tsconfig.check.json || status=1
 echo "== TypeScript tests (vitest) =="
