@@ -28,17 +28,19 @@ function gpuPlan(runDir: string, runId: string, pool: string): Plan {
 
 /** CUDA_VISIBLE_DEVICES of each live trainer under `dir`. */
 function trainerGpus(dir: string): string[] {
-  const out: string[] = [];
+  // One entry per trainer (its launch token: the launcher and the trainer under it are one), not per process.
+  const out = new Map<string, string>();
   for (const pid of processesMentioning(join(dir, 'runs'))) {
     try {
       const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
       const v = vars.find((e) => e.startsWith('CUDA_VISIBLE_DEVICES='));
-      if (v) out.push(v.slice('CUDA_VISIBLE_DEVICES='.length));
+      const launch = vars.find((e) => e.startsWith('INFIR2_LAUNCH=')) ?? `pid ${pid}`;
+      if (v) out.set(launch, v.slice('CUDA_VISIBLE_DEVICES='.length));
     } catch {
       /* exited between listing and reading */
     }
   }
-  return out;
+  return [...out.values()];
 }
 
 describe('two workers given the same GPU', () => {
