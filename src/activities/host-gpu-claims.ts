@@ -4,9 +4,11 @@
  * trainer, an OOM or a silent 2× slowdown of both jobs. So a GPU is also claimed in the host directory, one file
  * per GPU, for as long as a trainer may run on it.
  *
- * A claim names its worker and, once launched, the trainer's process group. It is stale only when both are gone:
- * a trainer outliving a SIGKILLed worker still holds its GPU until the next attempt of its step stops it. The OS
- * releases nothing here, so liveness is read from /proc, with start times to tell a reused pid apart.
+ * A claim names its worker and, once launched, the trainer and its launch token. It is stale only when both are
+ * gone: a trainer outliving a SIGKILLed worker still holds its GPU until the next attempt of its step stops it, and
+ * "gone" means no process of the launch is left (ranks outlive a SIGKILLed torchrun in sessions of their own:
+ * util/process-tree.ts). The OS releases nothing here, so liveness is read from /proc, with start times to tell a
+ * reused pid apart.
  */
 import { linkSync, mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -14,12 +16,15 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { hostSubdir, processAlive, thisProcess, type ProcessId } from '../util/host-dir.js';
 import { processStartTicks, trainerGroupAlive } from '../util/process-group.js';
+import { treeAlive } from '../util/process-tree.js';
 
 export interface GpuClaimInfo {
   gpu: string;
   worker: ProcessId;
-  /** The trainer's process group (its leader), once launched. */
+  /** The process the worker launched (the launcher), once launched. */
   trainer: ProcessId | null;
+  /** The launch token every process of the trainer carries (absent: a claim written before it, judged by `trainer`'s group). */
+  launch?: string;
   /** Who uses it: the step's workflow id and attempt. */
   owner: string;
   since: string;
@@ -40,9 +45,9 @@ export class GpuClaim {
     return this.info.gpu;
   }
 
-  /** Record the trainer, so that the GPU stays claimed while it lives even if this worker dies. */
-  setTrainer(pgid: number): void {
-    this.info = { ...this.info, trainer: { pid: pgid, startTicks: processStartTicks(pgid) } };
+  /** Record the trainer, so that the GPU stays claimed while any process of it lives even if this worker dies. */
+  setTrainer(pid: number, launch: string): void {
+    this.info = { ...this.info, trainer: { pid, startTicks: processStartTicks(pid) }, launch };
     writeFileAtomic(this.file, JSON.stringify(this.info));
   }
 
@@ -135,13 +140,18 @@ function readClaim(file: string): GpuClaimInfo | null {
   }
 }
 
+function trainerLive(c: GpuClaimInfo): boolean {
+  if (typeof c.launch === 'string' && c.launch) return treeAlive(c.launch);
+  return c.trainer !== null && trainerGroupAlive(c.trainer.pid, c.trainer.startTicks);
+}
+
 function claimLive(c: GpuClaimInfo): boolean {
-  return processAlive(c.worker) || (c.trainer !== null && trainerGroupAlive(c.trainer.pid, c.trainer.startTicks));
+  return processAlive(c.worker) || trainerLive(c);
 }
 
 /** One line for a wait: who holds a GPU. */
 export function holderWords(h: GpuClaimInfo): string {
-  const trainer = h.trainer ? `, trainer process group ${h.trainer.pid}` : '';
+  const trainer = h.trainer ? `, trainer pid ${h.trainer.pid}` : '';
   const worker = processAlive(h.worker) ? `worker pid ${h.worker.pid}` : `a trainer whose worker (pid ${h.worker.pid}) is gone`;
   return `GPU ${h.gpu} is held by ${h.owner} (${worker}${trainer})`;
 }

@@ -1,11 +1,13 @@
 /**
  * An exclusive lock on a checkpoint directory, so two trainers never write into one.
  *
- * The lock file records who holds it: host, the supervising worker's pid, and the trainer's process group and
- * start time. A new attempt on the same host that finds the lock held by a live trainer (a zombie attempt left
- * by a worker that died) terminates that trainer before taking over: that is the guarantee that an earlier
- * attempt's process is gone before a new one starts. A lock held from another host is taken over only when its
- * lease (refreshed while the holder is alive) has expired.
+ * The lock file records who holds it: host, the supervising worker's pid, and the trainer: its launch token, which
+ * every process of the attempt carries, and the stop file its launchers poll (attempt-tree.ts). A new attempt on the
+ * same host that finds the lock held by a live trainer (a zombie attempt left by a worker that died) stops every
+ * process of it before taking over, gracefully (the ranks save where they stand): that is the guarantee that an
+ * earlier attempt's processes are gone before a new one starts. A lock held from another host is taken over only
+ * when its lease (refreshed while the holder is alive) has expired; its launchers, wherever they still run, are
+ * told to kill their trees.
  *
  * Killing a trainer's process group does not stop work it handed to a cluster (slime's `ray job submit` client
  * leaves its Ray job training). So the lock also records the step's stop command (`ray job stop <id>`), and
@@ -17,6 +19,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
+import { writeStopRequest } from '../util/launcher.js';
+import { AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
 
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */
@@ -27,10 +31,12 @@ const UNREADABLE_GRACE_MS = 5_000;
 export interface LockInfo {
   host: string;
   workerPid: number;
-  /** The trainer's process group (its leader's pid), once launched. */
+  /** The process the worker launched (the launcher), once launched. */
   pgid: number | null;
-  /** The leader's start time, to tell it from a reused pid. */
+  /** Its start time, to tell it from a reused pid. */
   startTicks: number | null;
+  /** Every process of the trainer, and its launchers' stop file (absent: a lock written before, judged by `pgid`'s group). */
+  tree?: AttemptTree | null;
   owner: string;
   since: string;
   /** Unique per acquisition: release removes only the lock it took. */
@@ -50,8 +56,10 @@ export interface StopCommand {
 export interface AcquireOptions {
   /** Hears what was found and done to an earlier holder. */
   onTakeover?: (msg: string) => void;
-  /** SIGTERM → SIGKILL grace for a zombie trainer left by an earlier holder, ms. @default 30000 */
+  /** SIGTERM → SIGKILL grace for what is left of a zombie trainer once its ranks exited, ms. @default 30000 */
   killGraceMs?: number;
+  /** How long a zombie trainer's ranks get to save and exit after SIGTERM, ms. @default killGraceMs */
+  stopAllowanceMs?: number;
   /** Runs an earlier holder's stop command; failures are the callee's to report. */
   runStop?: (stop: StopCommand) => Promise<void>;
 }
@@ -66,7 +74,7 @@ export class DirLock {
 
   /** Take the lock on `dir`, clearing out a dead or zombie holder (its process group, then its stop command). */
   static async acquire(dir: string, owner: string, opts: AcquireOptions = {}): Promise<DirLock> {
-    const { onTakeover, killGraceMs, runStop } = opts;
+    const { onTakeover, killGraceMs = 30_000, runStop } = opts;
     const file = join(dir, LOCK_FILE);
     const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString(), token: randomUUID(), stop: null };
     for (let tries = 0; tries < 50; tries++) {
@@ -89,8 +97,9 @@ export class DirLock {
       if (held) {
         if (held.host === info.host) {
           if (held.pgid !== null && trainerAlive(held)) {
-            onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, process group ${held.pgid})`);
-            await terminateGroup(held.pgid, killGraceMs);
+            onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, ${held.tree ? `launch ${held.tree.token}` : `process group ${held.pgid}`})`);
+            if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => onTakeover?.(m)).done;
+            else await terminateGroup(held.pgid, killGraceMs);
           } else if (held.pgid === null && held.workerPid !== process.pid && pidAlive(held.workerPid)) {
             throw new LockBusyError(`${dir} is locked by worker pid ${held.workerPid} (${held.owner}), which is still launching it`);
           }
@@ -98,6 +107,8 @@ export class DirLock {
           throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
+        // Its launchers may still run on nodes of their own (an srun job whose submit host died): they kill theirs.
+        if (held.host !== info.host && held.tree) tellLaunchersToKill(held.tree);
         if (held.stop?.argv.length && runStop) {
           onTakeover?.(`stopping the work of ${held.owner}: ${held.stop.argv.join(' ')}`);
           await runStop(held.stop);
@@ -117,9 +128,9 @@ export class DirLock {
     throw new LockBusyError(`could not lock ${dir}`);
   }
 
-  /** Record the trainer's process group and stop command, so that a later attempt can find and stop it. */
-  setTrainer(pgid: number, stop: StopCommand | null = null): void {
-    this.info = { ...this.info, pgid, startTicks: processStartTicks(pgid), stop };
+  /** Record the trainer (its launcher's pid, every process of it) and stop command, so that a later attempt can find and stop it. */
+  setTrainer(pid: number, tree: AttemptTree | null, stop: StopCommand | null = null): void {
+    this.info = { ...this.info, pgid: pid, startTicks: processStartTicks(pid), tree, stop };
     writeFileAtomic(this.file, JSON.stringify(this.info));
   }
 
@@ -147,7 +158,9 @@ export class DirLock {
 
 function readLock(file: string): LockInfo | null {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as LockInfo;
+    const info = JSON.parse(readFileSync(file, 'utf8')) as LockInfo;
+    if (info.tree && !validTree(info.tree)) info.tree = null;
+    return info;
   } catch {
     return null;
   }
@@ -170,6 +183,21 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+/** A lock file is input from whoever could write the directory: a tree is used only when it has the shape of one. */
+function validTree(t: unknown): t is AttemptTree {
+  const x = t as AttemptTree | null;
+  return !!x && typeof x.token === 'string' && /^[0-9a-z]+$/.test(x.token) && typeof x.stopFile === 'string' && typeof x.nodeLaunchers === 'boolean';
+}
+
 function trainerAlive(held: LockInfo): boolean {
+  if (held.tree) return attemptAlive(held.tree);
   return held.pgid !== null && trainerGroupAlive(held.pgid, held.startTicks);
+}
+
+function tellLaunchersToKill(tree: AttemptTree): void {
+  try {
+    writeStopRequest(tree.stopFile, { mode: 'kill' });
+  } catch {
+    /* its directory is gone: nothing there to reach */
+  }
 }

@@ -9,8 +9,9 @@
  *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
  *                   checkpoint is complete is not run again
- *   launch          argv without a shell, in its own process group (trainer-process.ts); a scheduler job it
- *                   starts (srun's) is looked up for `status` meanwhile (scheduler-job.ts)
+ *   launch          argv without a shell, behind the launcher that owns its process tree on each node, every
+ *                   process carrying the launch's token (trainer-process.ts, attempt-tree.ts); a scheduler job
+ *                   it starts (srun's) is looked up for `status` meanwhile (scheduler-job.ts)
  *   supervise       output teed to `<run>/logs/<step>.log` and parsed into heartbeats; the watchdog stops a
  *                   stalled, timed-out, cancelled or shut-down trainer, or one whose directories vanished
  *                   (supervise.ts, dir-watch.ts)
@@ -40,7 +41,10 @@ import { untilServerAnswers, type ServerProbe } from './server-wait.js';
 import { Pruner } from './retention-runner.js';
 import { watchSchedulerJob } from './scheduler-job.js';
 import { supervise, type AttemptEnd } from './supervise.js';
-import { launchArgv, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
+import { attemptTree, forgetStopFile, launchedArgv } from './attempt-tree.js';
+import { fixedStallSpec } from './stall-policy.js';
+import { launchAllowanceSec } from './stop-allowance.js';
+import { launchArgv, launcherPython, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
 
 export type { RunStepInput } from './attempt.js';
 
@@ -95,12 +99,15 @@ export function createRunStep(opts: SupervisorOptions) {
         let end: AttemptEnd;
         let oomKills: OomWatch | null;
         try {
-          const launched = await launch(a, held, resumeFrom, opts.gpus);
+          const launched = await launch(a, held, resumeFrom, opts.gpus, opts.killGraceMs);
           oomKills = launched.oomKills;
           // The scheduler job it runs as (srun's), found while it trains: `status` shows its id and nodes.
           const jobWatch = new AbortController();
           const job = watchSchedulerJob(a, a.step.command.env, jobWatch.signal);
-          end = await supervise(a, launched.trainer, launched.pgid, held.lock!, opts, pruner).finally(() => jobWatch.abort());
+          end = await supervise(a, launched.trainer, launched.tree, held.lock!, opts, pruner).finally(() => {
+            jobWatch.abort();
+            forgetStopFile(launched.tree);
+          });
           await job;
           // Output lines become failure messages, which go into history: a secret the trainer printed must not.
           end.tail = end.tail.map((l) => redact(l, launched.secretValues));
@@ -177,6 +184,8 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
     held.lock = await lockWhenFree(lockDir, owner, {
       onTakeover: note,
       killGraceMs: opts.killGraceMs,
+      // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
+      stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
       runStop: (stop) => runStopCommand(stop, note),
     }, ctx.cancellationSignal, (msg) => {
       note(msg);
@@ -238,25 +247,29 @@ function chooseStart(a: Attempt): number | null | 'done' {
   return progress.resumedFrom;
 }
 
-async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: GpuSlots) {
+async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: GpuSlots, killGraceMs: number) {
   const { step, input, ids, progress } = a;
   const argv = launchArgv(step, ids, resumeFrom);
   // The line shows the argv before secrets are filled in: `{secret:NAME}`, never a value.
   a.note(`attempt ${input.attempt} ${resumeFrom !== null ? `resuming from iteration ${resumeFrom}` : 'starting fresh'}: ${argv.join(' ')}`);
   if (!argv[0]) throw failure(a, 'config', 'empty command');
   const secrets = resolveSecrets(step, argv);
-  const trainer = spawnTrainer(secrets.argv, step.command.cwd, { ...trainerEnv(step, input.runId, input.attempt, held.gpuIds), ...secrets.env });
-  const pgid = trainer.pid;
-  if (pgid === undefined) {
+  const nodeLaunchers = step.nodeLaunchers === true;
+  const allowanceSec = launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), killGraceMs);
+  const spawned = launchedArgv(secrets.argv, nodeLaunchers, launcherPython(), allowanceSec);
+  const trainer = spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });
+  const pid = trainer.pid;
+  if (pid === undefined) {
     const r = await trainer;
-    throw failure(a, 'config', `could not start ${argv[0]}: ${r.message ?? 'spawn failed'}`);
+    throw failure(a, 'config', `could not start ${spawned[0]}: ${r.message ?? 'spawn failed'}`);
   }
-  held.lock!.setTrainer(pgid, stopCommand(step, ids));
-  // The GPUs stay claimed on the host while this trainer lives, even if this worker dies before it does.
-  gpus.setTrainer(held.gpuIds, pgid);
-  progress.pid = pgid;
+  const tree = attemptTree(ids.launch, step.command.cwd, nodeLaunchers, pid);
+  held.lock!.setTrainer(pid, tree, stopCommand(step, ids));
+  // The GPUs stay claimed on the host while any process of this attempt lives, even if this worker dies first.
+  gpus.setTrainer(held.gpuIds, pid, ids.launch);
+  progress.pid = pid;
   // Kernel OOM kills are counted from the launch, so that a SIGKILL can be told apart from an outside kill.
-  return { trainer, pgid, oomKills: watchOomKills(pgid), secretValues: secrets.values };
+  return { trainer, tree, oomKills: watchOomKills(pid), secretValues: secrets.values };
 }
 
 async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null): Promise<StepResult> {

@@ -1,13 +1,15 @@
 /**
  * The supervise phase: from launch to exit, the trainer's output is teed to the step's log and parsed into
  * progress; progress heartbeats, a keep-alive heartbeat, a progress signal per checkpoint; the watchdog stops
- * the process group on a stall, the attempt deadline, a cancellation or a worker shutdown, or when a directory
- * the attempt depends on vanishes or is replaced (dir-watch.ts). It reports how the
- * attempt ended; deciding what that means is the next phase's (run-step.ts `conclude`).
+ * the attempt's processes (attempt-tree.ts) on a stall, the attempt deadline, a cancellation or a worker shutdown,
+ * or when a directory the attempt depends on vanishes or is replaced (dir-watch.ts): a hang or a vanished
+ * directory kills them all at once, anything else lets the ranks save first, for as long as the stall policy
+ * allows a save (stop-allowance.ts). It reports how the attempt ended; deciding what that means is the next
+ * phase's (run-step.ts `conclude`).
  */
 import { PROGRESS_SIGNAL } from '../plan/contracts.js';
-import { terminateGroup } from '../util/process-group.js';
 import type { Attempt } from './attempt.js';
+import { AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
 import { DIR_WATCH_MS, DirWatch } from './dir-watch.js';
 import type { DirLock } from './lock.js';
 import { LineSplitter } from './line-splitter.js';
@@ -16,6 +18,7 @@ import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Pruner } from './retention-runner.js';
 import type { Trainer } from './trainer-process.js';
 import { fixedStallSpec, newRhythm, observe, stallLimit } from './stall-policy.js';
+import { stopAllowanceMs } from './stop-allowance.js';
 import { launched, observeTime } from './time-ledger.js';
 import { applyProgress, watchdogVerdict } from './watchdog.js';
 
@@ -38,7 +41,7 @@ export interface AttemptEnd {
 const TAIL_LINES = 60;
 const WATCHDOG_TICK_MS = 250;
 
-export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }, pruner?: Pruner): Promise<AttemptEnd> {
+export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree, lock: DirLock, opts: { killGraceMs: number; keepAliveMs: number }, pruner?: Pruner): Promise<AttemptEnd> {
   const { step, progress, note, ctx } = a;
   const parse = parserFor(step.progress.format);
   const end: AttemptEnd = { exitCode: null, signal: null, stoppedBy: null, sawSigtermExit: false, tail: [], vanished: null, stall: null };
@@ -55,7 +58,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   };
   showLimit();
   let lastBeat = 0;
-  let stopping: Promise<unknown> | null = null;
+  let stopping: AttemptStop | null = null;
 
   const beat = () => {
     progress.updatedAt = new Date().toISOString();
@@ -80,8 +83,15 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     if (stopping) return;
     end.stoppedBy = why;
     a.stoppedAt = Date.now();
-    note(`stopping the process group ${pgid}: ${why === 'vanished' ? end.vanished : why}`);
-    stopping = terminateGroup(pgid, opts.killGraceMs);
+    const what = why === 'vanished' ? end.vanished : why;
+    if (why === 'stall' || why === 'vanished') {
+      note(`stopping the attempt's processes: ${what}: all at once`);
+      stopping = new AttemptStop(tree, 'kill', 0, 0, note);
+      return;
+    }
+    const allowance = stopAllowanceMs(stallSpec, rhythm, opts.killGraceMs);
+    note(`stopping the attempt's processes: ${what}: SIGTERM to the ranks' main processes, ${Math.round(allowance / 1000)} s to save and exit`);
+    stopping = new AttemptStop(tree, 'graceful', allowance, opts.killGraceMs, note);
   };
   const onLine = (raw: string) => {
     const line = raw.trimEnd();
@@ -160,6 +170,8 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
       end.stall = `no progress for ${Math.round((now - rhythm.lastAdvance) / 1000)}s (${limit.phase} limit ${Math.round(limit.limitSec)}s)`;
       note(`stall: ${end.stall}`);
     }
+    // Silent past its limit while it was to save: it will not; the stop kills what is left.
+    if (verdict === 'stall' && stopping) stopping.escalate(`no progress for ${Math.round((now - rhythm.lastAdvance) / 1000)}s while stopping (${limit.phase} limit ${Math.round(limit.limitSec)}s)`);
     if (verdict) stop(verdict);
     if (now - lastBeat >= opts.keepAliveMs) beat();
     lock.touch();
@@ -177,9 +189,15 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   end.vanished ??= watch.check();
   const last = splitter.end();
   if (last && !a.log.destroyed) a.log.write(last);
-  // The leader is gone; nothing it started may outlive the attempt.
-  if (stopping) await stopping;
-  await terminateGroup(pgid, 2_000);
+  // The launcher is gone; nothing the attempt started may outlive it (a launcher killed from outside leaves its
+  // tree: it gets the same stop, through the launchers' file or, here, from the supervisor itself).
+  // (a cast: TypeScript does not see the assignment inside the `stop` closure)
+  const pending = stopping as AttemptStop | null;
+  if (pending) await pending.done;
+  if (attemptAlive(tree)) {
+    note("processes of the attempt outlived its launcher: stopping them");
+    await new AttemptStop(tree, 'graceful', stopAllowanceMs(stallSpec, rhythm, opts.killGraceMs), opts.killGraceMs, note).done;
+  }
   await pruner?.idle();
   end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   end.signal = result.signal ?? null;

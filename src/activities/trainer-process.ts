@@ -1,8 +1,11 @@
 /**
- * One launch of a step's trainer: its ids, its argv with the placeholders filled, its environment, the process
- * itself (no shell, its own process group), and the stop command that ends work it handed elsewhere (a Ray job).
+ * One launch of a step's trainer: its ids, its argv with the placeholders filled, its environment (with the
+ * launch token every process of the attempt inherits: attempt-tree.ts), the process itself (no shell, behind the
+ * launcher), and the stop command that ends work it handed elsewhere (a Ray job).
  */
+import { randomBytes } from 'node:crypto';
 import { execa, type ResultPromise } from 'execa';
+import { LAUNCH_ENV } from '../util/process-tree.js';
 import type { PlanStep } from '../plan/types.js';
 import type { StopCommand } from './lock.js';
 
@@ -10,13 +13,17 @@ import type { StopCommand } from './lock.js';
 export interface LaunchIds {
   attempt: number;
   /**
-   * Unique per launch (base-36 start time plus pid): `infir2 resume` numbers attempts from 1 again, and
-   * a Ray cluster refuses a submission id it has seen before.
+   * Unique per launch (base-36 start time, pid, random): `infir2 resume` numbers attempts from 1 again, a Ray
+   * cluster refuses a submission id it has seen before, and it names the attempt's processes (INFIR2_LAUNCH), so
+   * two steps one worker launches in the same millisecond must not share it.
    */
   launch: string;
 }
 
-export const newLaunchIds = (attempt: number): LaunchIds => ({ attempt, launch: `${Date.now().toString(36)}${(process.pid % 1296).toString(36)}` });
+export const newLaunchIds = (attempt: number): LaunchIds => ({
+  attempt,
+  launch: `${Date.now().toString(36)}${(process.pid % 1296).toString(36)}${randomBytes(3).readUIntBE(0, 3).toString(36).padStart(5, '0')}`,
+});
 
 /**
  * Fill a command's placeholders: `{attempt}` and `{launch}` always (per-attempt ids, e.g. Ray submission ids);
@@ -35,20 +42,27 @@ export function launchArgv(step: PlanStep, ids: LaunchIds, resumeFrom: number | 
   return resumeFrom !== null && step.resume ? fillArgv(step.resume.argv, ids, resumeFrom) : fillArgv(step.command.argv, ids);
 }
 
-/** The trainer's environment: the plan's, unbuffered Python, the run's ids, and the GPUs this worker gave it. */
-export function trainerEnv(step: PlanStep, runId: string, attempt: number, gpuIds: string[]): Record<string, string> {
+/**
+ * The trainer's environment: the plan's, unbuffered Python, the run's ids, the launch token (which finds every
+ * process of the attempt: attempt-tree.ts), and the GPUs this worker gave it.
+ */
+export function trainerEnv(step: PlanStep, runId: string, ids: LaunchIds, gpuIds: string[]): Record<string, string> {
   const env: Record<string, string> = {
     ...step.command.env,
     PYTHONUNBUFFERED: '1',
     INFIR2_RUN_ID: runId,
     INFIR2_STEP_ID: step.id,
-    INFIR2_ATTEMPT: String(attempt),
+    INFIR2_ATTEMPT: String(ids.attempt),
+    [LAUNCH_ENV]: ids.launch,
   };
   if (step.gpus > 0) env.CUDA_VISIBLE_DEVICES = gpuIds.join(',');
   return env;
 }
 
-/** Own process group (the whole tree is signalled together), no stdin, stdout and stderr interleaved, no buffering. */
+/**
+ * Own process group and session (a terminal's signals and the worker's own group never reach it; what stops it is
+ * attempt-tree.ts), no stdin, stdout and stderr interleaved, no buffering.
+ */
 const TRAINER_OPTIONS = { detached: true, cleanup: false, stdin: 'ignore', all: true, buffer: false, reject: false, stripFinalNewline: false } as const;
 
 export type Trainer = ResultPromise<typeof TRAINER_OPTIONS & { cwd: string; env: Record<string, string> }>;
@@ -57,6 +71,11 @@ export type Trainer = ResultPromise<typeof TRAINER_OPTIONS & { cwd: string; env:
 export function spawnTrainer(argv: string[], cwd: string, env: Record<string, string>): Trainer {
   const [file, ...args] = argv;
   return execa(file!, args, { ...TRAINER_OPTIONS, cwd, env });
+}
+
+/** The Python that runs the launcher on this worker (standard library only): INFIR2_LAUNCHER_PYTHON, else python3. */
+export function launcherPython(): string {
+  return process.env.INFIR2_LAUNCHER_PYTHON || 'python3';
 }
 
 /** How long a step's stop command (e.g. `ray job stop`) may take. */

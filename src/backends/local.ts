@@ -26,7 +26,7 @@ export interface LocalContext {
    */
   launch?: string[];
   /** The Slurm job srun starts (job name, squeue probe, scancel), on a slurm pool. */
-  tracking?: Pick<StepBody, 'job' | 'onStop'>;
+  tracking?: Pick<StepBody, 'job' | 'onStop' | 'nodeLaunchers'>;
 }
 
 /** `--no_python`: torchrun runs the interpreter the plan names, not the `python` first on its PATH. */

@@ -37,6 +37,8 @@ export interface MegatronCptSpec {
   wandbExpName: string;
   /** The srun job's name on a slurm pool (launch.ts slurmJobName). */
   jobName: string;
+  /** The infir2 tree on the nodes (the launcher srun starts on each). */
+  projectRoot: string;
 }
 
 export function loadArgs(l: LoadArgs): string[] {
@@ -86,7 +88,7 @@ export function cptPhaseStep(s: MegatronCptSpec): StepBody {
   const { cpt, phase } = s;
   const p = cpt.parallel;
   const head = [
-    ...torchLaunch(s.software, s.pool, s.nodes, s.gpusPerNode, s.jobName),
+    ...torchLaunch(s.software, s.pool, s.nodes, s.gpusPerNode, s.jobName, s.projectRoot),
     join(s.software.megatron, 'pretrain_gpt.py'),
     // DATA_ARGS
     '--data-path', cpt.data,

@@ -11,6 +11,8 @@ export interface StepBody {
   onStop?: PlanStep['onStop'];
   /** The scheduler job it runs as (see PlanStep.job). */
   job?: PlanStep['job'];
+  /** The command starts infir2's launcher on each node itself (see PlanStep.nodeLaunchers). */
+  nodeLaunchers?: PlanStep['nodeLaunchers'];
   /** Checkpoints of other roots it loads (see PlanStep.reads). */
   reads?: PlanStep['reads'];
   progress: ProgressSpec;

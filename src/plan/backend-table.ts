@@ -78,6 +78,7 @@ export const BUILD = {
         stepDir: cx.layout.stepDir(phase.id),
         wandbExpName: `${cx.r.name}-${phase.id}`,
         jobName: slurmJobName(cx.runId, phase.id),
+        projectRoot: cx.root,
       }),
     local: (cx, { phase, cpt }) => local.cptPhaseStep(cx.localCtx(phase.id, cpt.env, cpt, true), phase, cpt, cx.r.model.arch),
   },

@@ -221,7 +221,7 @@ class Compiler implements BuildContext {
       ...base,
       gpus: Math.min(ranks, gpusPerNode),
       nodes,
-      launch: torchLaunch(this.r.software, pool, nodes, ranks, jobName),
+      launch: torchLaunch(this.r.software, pool, nodes, ranks, jobName, this.root),
       tracking: slurmTracking(this.r.software, pool, jobName),
     };
   }

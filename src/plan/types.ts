@@ -140,6 +140,12 @@ export type RetryBudgets = Record<FailureClass, number>;
  */
 export const DEFAULT_LOG_MAX_MB = 1024;
 
+/**
+ * The launcher in front of every step's command (relative to the infir2 tree): it owns the command's process tree
+ * on its node and stops it so that a trainer saving on SIGTERM can (src/launcher/infir2_launch.py's header).
+ */
+export const LAUNCHER_FILE = 'src/launcher/infir2_launch.py';
+
 export interface SchedulerJobSpec {
   scheduler: 'slurm';
   /** The job's name, unique per launch. */
@@ -181,6 +187,14 @@ export interface PlanStep {
      */
     untilGone?: { argv: string[] };
   } | null;
+  /**
+   * The command starts infir2's launcher (LAUNCHER_FILE) on each of its nodes itself: srun runs `python3
+   * infir2_launch.py -- torchrun …` as its task. The supervisor then puts none in front of the whole command and
+   * never signals it (srun would forward a signal to every process of the step, data-loader workers included):
+   * it stops the attempt through the launchers' stop file alone. Absent: the supervisor starts the launcher in
+   * front of the command.
+   */
+  nodeLaunchers?: boolean;
   /**
    * The batch-scheduler job an attempt runs as (srun names it), and the command that finds its id and nodes
    * (`squeue … --format=%i|%N`, one `id|nodes` row): `status` shows them. Its `{attempt}`/`{launch}`

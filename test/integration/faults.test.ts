@@ -283,7 +283,7 @@ describe('infrastructure faults', () => {
     // SIGTERM every live worker (a node being drained), then bring up a fresh one.
     await Promise.all(current.map((w) => env.stopWorker(w)));
     const log = readFileSync(join(runDir, 'logs', 'cpt.stable.log'), 'utf8');
-    expect(log).toContain('stopping the process group');
+    expect(log).toContain("stopping the attempt's processes: shutdown: SIGTERM to the ranks' main processes");
     expect(log).toMatch(/exiting program after receiving SIGTERM/);
     // It saved where it stopped, far from its save interval of 50.
     const saved = Number(/successfully saved checkpoint from iteration\s+(\d+)/.exec(log)?.[1]);

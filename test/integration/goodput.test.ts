@@ -51,7 +51,7 @@ function loggedAttempts(runDir: string, stepId: string): LoggedAttempt[] {
     if (note) {
       const at = Date.parse(note[1]!);
       if (/^attempt \d+ (starting fresh|resuming from iteration)/.test(note[2]!)) out.push({ launchAt: at, iterations: [], stopAt: null, endAt: null });
-      else if (/^stopping the process group/.test(note[2]!)) out.at(-1)!.stopAt = at;
+      else if (/^stopping the attempt's processes/.test(note[2]!)) out.at(-1)!.stopAt = at;
       else if (/^attempt \d+ ended/.test(note[2]!)) out.at(-1)!.endAt = at;
       continue;
     }
@@ -136,7 +136,9 @@ describe('lost-time accounting', () => {
   it('accounts an attempt whose worker was SIGKILLed from its last heartbeat: the silence until the heartbeat timeout is detection', async () => {
     const victim = await env.startWorker();
     const runDir = tmpRunDir(env, 'lostworker');
-    const plan = fakePlan(runDir, 'lostworker', [fakeStep({ id: 'cpt.stable', runDir, iters: 30, saveInterval: 5, sleep: 0.3 })]);
+    // Long enough that the orphan is still training when the retry takes over (it trains on past its worker's
+    // death, its output dropped, and would otherwise finish the step by itself: src/launcher/).
+    const plan = fakePlan(runDir, 'lostworker', [fakeStep({ id: 'cpt.stable', runDir, iters: 80, saveInterval: 5, sleep: 0.3 })]);
     const h = await startPlan(env, plan);
     await waitFor('iteration 12', () => journal(runDir, 'cpt.stable').some((e) => e.iteration >= 12));
     process.kill(victim.pid!, 'SIGKILL');

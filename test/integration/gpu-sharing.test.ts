@@ -28,17 +28,19 @@ function gpuPlan(runDir: string, runId: string, pool: string): Plan {
 
 /** CUDA_VISIBLE_DEVICES of each live trainer under `dir`. */
 function trainerGpus(dir: string): string[] {
-  const out: string[] = [];
+  // One entry per trainer (its launch token: the launcher and the trainer under it are one), not per process.
+  const out = new Map<string, string>();
   for (const pid of processesMentioning(join(dir, 'runs'))) {
     try {
       const vars = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
       const v = vars.find((e) => e.startsWith('CUDA_VISIBLE_DEVICES='));
-      if (v) out.push(v.slice('CUDA_VISIBLE_DEVICES='.length));
+      const launch = vars.find((e) => e.startsWith('INFIR2_LAUNCH=')) ?? `pid ${pid}`;
+      if (v) out.set(launch, v.slice('CUDA_VISIBLE_DEVICES='.length));
     } catch {
       /* exited between listing and reading */
     }
   }
-  return out;
+  return [...out.values()];
 }
 
 describe('two workers given the same GPU', () => {
@@ -66,6 +68,6 @@ describe('two workers given the same GPU', () => {
     // Both trained to the end, one after the other: each trainer ran once, without a retry.
     for (const d of [dirA, dirB]) expect(new Set(journal(d, 'cpt').map((e) => e.pid)).size).toBe(1);
     const logs = [dirA, dirB].map((d) => readFileSync(join(d, 'logs', readdirSync(join(d, 'logs'))[0]!), 'utf8')).join('\n');
-    expect(logs).toMatch(/waiting for GPUs: needs 1; GPU 0 is held by fake-[ab]\/cpt attempt 1 \(worker pid \d+, trainer process group \d+\)/);
+    expect(logs).toMatch(/waiting for GPUs: needs 1; GPU 0 is held by fake-[ab]\/cpt attempt 1 \(worker pid \d+, trainer pid \d+\)/);
   }, 180_000);
 });

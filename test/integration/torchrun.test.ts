@@ -187,8 +187,14 @@ describe('the local trainer under torchrun', () => {
     await waitFor('cpt.stable past iteration 3', () => lastIteration(plan.runDir, 'cpt.stable') >= 3, 120_000);
     expect(rankPid(plan.runDir, 0)).toBeGreaterThan(0);
     expect(rankPid(plan.runDir, 1)).toBeGreaterThan(0);
+    const t0 = Date.now();
     await h.cancel();
     await expect(h.result()).rejects.toThrow();
     await waitFor('no rank and no torchrun left', () => leftOver(plan.runDir).length === 0, 30_000);
+    // The reference trainer saves on SIGTERM where it stands: the stop table's row for it (docs/operations.md).
+    const last = lastIteration(plan.runDir, 'cpt.stable');
+    const saved = Number(readFileSync(join(plan.runDir, 'cpt', 'checkpoints', 'latest_checkpointed_iteration.txt'), 'utf8'));
+    expect(saved).toBe(last);
+    console.log(`[stop table] local trainer, torchrun 1.13: cancel: iterations lost ${last - saved}, stop → exit ${((Date.now() - t0) / 1000).toFixed(1)} s, processes left ${leftOver(plan.runDir).length}`);
   }, 180_000);
 });

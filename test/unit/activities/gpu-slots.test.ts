@@ -217,7 +217,7 @@ describe('GpuSlots across processes on one host', () => {
       writeFileSync(join(dir, 'gpu-0.json'), JSON.stringify({ gpu: '0', worker: { pid: deadPid(), startTicks: null }, trainer: { pid: trainer.pid, startTicks: null }, owner: 'zombie attempt', since: '', token: 't' }));
       const claims = new HostGpuClaims(dir);
       const r = claims.tryClaim('0', 'me');
-      expect('holder' in r && holderWords(r.holder)).toMatch(/GPU 0 is held by zombie attempt \(a trainer whose worker \(pid \d+\) is gone, trainer process group \d+\)/);
+      expect('holder' in r && holderWords(r.holder)).toMatch(/GPU 0 is held by zombie attempt \(a trainer whose worker \(pid \d+\) is gone, trainer pid \d+\)/);
       process.kill(-trainer.pid!, 'SIGKILL');
       await waitUntil(() => claims.holder('0') === null, 3_000);
       expect('claim' in claims.tryClaim('0', 'me')).toBe(true);
@@ -226,6 +226,35 @@ describe('GpuSlots across processes on one host', () => {
         process.kill(-trainer.pid!, 'SIGKILL');
       } catch {
         /* gone */
+      }
+    }
+  });
+
+  it('keeps the GPU claimed while any process of the launch lives, also one in a session of its own after its parent died', async () => {
+    const dir = tmp();
+    const launch = `t${process.pid}gpu`;
+    // A "torchrun" that starts a "rank" in a new session (torch >= 2.1) and is then SIGKILLed: the rank lives on.
+    const torchrun = spawn('/usr/bin/python3', ['-c', 'import subprocess, sys, time\np = subprocess.Popen(["sleep", "30"], start_new_session=True)\nprint(p.pid, flush=True)\ntime.sleep(30)'], {
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore'],
+      env: { ...process.env, INFIR2_LAUNCH: launch },
+    });
+    const rank = Number(await new Promise<string>((resolve) => torchrun.stdout!.once('data', (d: Buffer) => resolve(d.toString()))));
+    try {
+      writeFileSync(join(dir, 'gpu-0.json'), JSON.stringify({ gpu: '0', worker: { pid: deadPid(), startTicks: null }, trainer: { pid: torchrun.pid, startTicks: null }, launch, owner: 'zombie attempt', since: '', token: 't' }));
+      const claims = new HostGpuClaims(dir);
+      process.kill(-torchrun.pid!, 'SIGKILL');
+      await waitUntil(() => torchrun.exitCode !== null || torchrun.signalCode !== null, 3_000);
+      expect(claims.holder('0')?.owner).toBe('zombie attempt');
+      process.kill(rank, 'SIGKILL');
+      await waitUntil(() => claims.holder('0') === null, 3_000);
+    } finally {
+      for (const pid of [-torchrun.pid!, rank]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
   });

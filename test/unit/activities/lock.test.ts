@@ -66,7 +66,7 @@ describe('DirLock.acquire', () => {
   it('terminates a live trainer of an earlier attempt by the same worker, then takes the lock over', async () => {
     const trainer = spawnSleep();
     const first = await DirLock.acquire(dir, 'wf attempt 1');
-    first.setTrainer(trainer.pid);
+    first.setTrainer(trainer.pid, null);
     await sleep(5); // a distinct `since`
     const msgs: string[] = [];
     const second = await DirLock.acquire(dir, 'wf attempt 2', { onTakeover: (m) => msgs.push(m), killGraceMs: 2_000 });
@@ -85,7 +85,7 @@ describe('DirLock.acquire', () => {
   it('SIGKILLs an earlier trainer that ignores SIGTERM once the grace is over', async () => {
     const trainer = await spawnTermIgnorer();
     const first = await DirLock.acquire(dir, 'wf attempt 1');
-    first.setTrainer(trainer.pid);
+    first.setTrainer(trainer.pid, null);
     const t0 = Date.now();
     await DirLock.acquire(dir, 'wf attempt 2', { killGraceMs: 300 });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(300);
@@ -143,7 +143,7 @@ describe('DirLock.acquire', () => {
     const client = spawnSleep();
     const stop = { argv: ['ray', 'job', 'stop', 'infir2-r1-rl.stage1-a1'], cwd: dir, env: { A: '1' } };
     const first = await DirLock.acquire(dir, 'wf attempt 1');
-    first.setTrainer(client.pid, stop);
+    first.setTrainer(client.pid, null, stop);
     expect(readInfo().stop).toEqual(stop);
     const ran: unknown[] = [];
     const msgs: string[] = [];
@@ -161,7 +161,7 @@ describe('DirLock.acquire', () => {
     const runStop = async (c: unknown) => void ran.push(c);
     const lock = await DirLock.acquire(dir, 'mine', { runStop });
     expect(ran).toEqual([stop]);
-    lock.setTrainer(process.pid, { ...stop, argv: ['ray', 'job', 'stop', 'mine'] });
+    lock.setTrainer(process.pid, null, { ...stop, argv: ['ray', 'job', 'stop', 'mine'] });
     lock.release();
     (await DirLock.acquire(dir, 'next', { runStop })).release();
     expect(ran).toEqual([stop]); // a clean release leaves nothing to stop
@@ -185,7 +185,7 @@ describe('DirLock.setTrainer / touch / release', () => {
     const trainer = spawnSleep();
     const lock = await DirLock.acquire(dir, 'a');
     const since = readInfo().since;
-    lock.setTrainer(trainer.pid);
+    lock.setTrainer(trainer.pid, null);
     expect(readInfo()).toEqual({
       host: hostname(),
       workerPid: process.pid,
@@ -194,6 +194,7 @@ describe('DirLock.setTrainer / touch / release', () => {
       owner: 'a',
       since,
       token: expect.any(String),
+      tree: null,
       stop: null,
     });
     expect(readdirSync(dir)).toEqual([LOCK_FILE]); // no temp file left behind
@@ -224,7 +225,7 @@ describe('DirLock.setTrainer / touch / release', () => {
   it('keeps its own lock after setTrainer, and still releases it', async () => {
     const trainer = spawnSleep();
     const lock = await DirLock.acquire(dir, 'a');
-    lock.setTrainer(trainer.pid);
+    lock.setTrainer(trainer.pid, null);
     lock.release();
     expect(existsSync(file)).toBe(false);
   });

@@ -78,6 +78,9 @@ describe('fillArgv', () => {
     expect(a.attempt).toBe(b.attempt);
     expect(a.launch).toMatch(/^[0-9a-z]+$/);
     expect(b.launch).not.toBe(a.launch);
+    // Two steps one worker launches in the same millisecond: their processes must not share a token.
+    const same = Array.from({ length: 50 }, () => newLaunchIds(1).launch);
+    expect(new Set(same).size).toBe(50);
   });
 
   it('handles iteration 0 and large iterations', () => {
