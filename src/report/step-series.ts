@@ -8,7 +8,7 @@
  * A resumed attempt trains some iterations again (those after its checkpoint): the later value of an iteration
  * wins, so a series is the trajectory the kept checkpoints carry.
  */
-import { parseMetricsLine } from '../activities/progress-parsers.js';
+import { parseMetricsLine } from '../engine-logs/progress-parsers.js';
 
 export interface Point {
   x: number;
