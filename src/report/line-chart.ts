@@ -5,7 +5,7 @@
  */
 import type { EChartsOption, SeriesOption } from 'echarts';
 import { downsample } from './downsample.js';
-import type { Point } from './step-series.js';
+import type { Curve } from './curve.js';
 
 export interface ChartSpec {
   id: string;
@@ -25,7 +25,7 @@ export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '
 
 export interface Line {
   name: string;
-  points: Point[];
+  points: Curve;
   dashed?: boolean;
   symbol?: boolean;
 }

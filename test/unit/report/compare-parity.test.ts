@@ -5,12 +5,12 @@ import { parityVariants, type ParitySpec } from '../../../src/plan/parity.js';
 import { compareRuns, ema, emaGap } from '../../../src/report/compare.js';
 import { parityVerdict } from '../../../src/report/parity.js';
 import type { RunData, StepReport } from '../../../src/report/run-data.js';
-import { stepSeries, type Point } from '../../../src/report/step-series.js';
+import { Curve, stepSeries, type Point } from '../../../src/report/step-series.js';
 
 const curve = (n: number, f: (i: number) => number): Point[] => Array.from({ length: n }, (_, i) => ({ x: i + 1, y: f(i + 1) }));
 
 function step(id: string, loss: Point[], validation: Point[] = [], tput = 10): StepReport {
-  const series = { ...stepSeries(''), loss, validation, throughput: loss.map((p) => ({ x: p.x, y: tput })), throughputUnit: 'it/s' };
+  const series = { ...stepSeries(''), loss: Curve.of(loss), validation: Curve.of(validation), throughput: Curve.of(loss.map((p) => ({ x: p.x, y: tput }))), throughputUnit: 'it/s' };
   return { id, kind: 'cpt', backend: 'local', summary: '', status: 'completed', result: null, series };
 }
 
@@ -21,12 +21,12 @@ function run(runId: string, steps: StepReport[], recipe: Record<string, unknown>
 
 describe('compare', () => {
   it('smooths with an exponential moving average and takes the relative gap over common iterations', () => {
-    expect(ema([{ x: 1, y: 1 }, { x: 2, y: 2 }], 0.5)).toEqual([{ x: 1, y: 1 }, { x: 2, y: 1.5 }]);
-    const a = curve(10, () => 2);
-    const b = curve(12, () => 2.02); // two more iterations: not compared
+    expect(ema(Curve.of([{ x: 1, y: 1 }, { x: 2, y: 2 }]), 0.5).points()).toEqual([{ x: 1, y: 1 }, { x: 2, y: 1.5 }]);
+    const a = Curve.of(curve(10, () => 2));
+    const b = Curve.of(curve(12, () => 2.02)); // two more iterations: not compared
     const g = emaGap(a, b);
-    expect(g).toHaveLength(10);
-    for (const p of g) expect(p.y).toBeCloseTo(0.01, 12);
+    expect(g.length).toBe(10);
+    for (const p of g.points()) expect(p.y).toBeCloseTo(0.01, 12);
   });
 
   it('rows per shared step against the first run, and names what differs between the recipes', () => {
