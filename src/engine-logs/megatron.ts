@@ -10,19 +10,44 @@ import { NUM, num } from './numbers.js';
 // a multiple of --log-interval (or the last). A torchrun `--tee` prefix (`[default0]:`) may come first.
 const ITERATION = /iteration\s+(\d+)\/\s*(\d+)\s*\|/;
 // training.py:1523 `f" [{datetime.now().strftime('%Y-%m-%d %H:%M:%S')}]"`, just before it.
-const TIME = /\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\]\s+iteration\s/;
+const TIME = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$/;
 
 /**
  * training.py:1524–1578: the ` key: value |` fields after the iteration. `lm loss` is printed only when the
  * interval's average is > 0.0 (`if avg > 0.0`, 1565): a NaN/inf loss or an interval of skipped iterations has
  * none. `grad norm` only when not None; `throughput per GPU` only with --log-throughput. The local RL trainer
- * adds `reward` after `lm loss`.
+ * adds `reward` after `lm loss`. Read by a scan rather than a regex per field: a long run's log has millions.
  */
-function fields(line: string, from: number): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const part of line.slice(from).split('|')) {
-    const c = part.indexOf(':');
-    if (c > 0) out.set(part.slice(0, c).trim(), part.slice(c + 1).trim());
+const FIELDS: Record<string, keyof TrainFields> = {
+  'lm loss': 'loss',
+  'learning rate': 'lr',
+  'grad norm': 'gradNorm',
+  reward: 'reward',
+  'elapsed time per iteration (ms)': 'msPerIteration',
+  'throughput per GPU (TFLOP/s/GPU)': 'tflops',
+  'number of skipped iterations': 'skipped',
+  'number of nan iterations': 'nan',
+};
+interface TrainFields {
+  loss?: number;
+  lr?: number;
+  gradNorm?: number;
+  reward?: number;
+  msPerIteration?: number;
+  tflops?: number;
+  skipped?: number;
+  nan?: number;
+}
+
+function fields(line: string, from: number): TrainFields {
+  const out: TrainFields = {};
+  for (let start = from, bar = line.indexOf('|', start); bar >= 0; start = bar + 1, bar = line.indexOf('|', start)) {
+    const colon = line.indexOf(':', start);
+    if (colon < 0 || colon > bar) continue;
+    const key = FIELDS[line.slice(start, colon).trim()];
+    if (!key) continue;
+    const v = num(line.slice(colon + 1, bar));
+    if (v !== undefined) out[key] = v;
   }
   return out;
 }
@@ -76,23 +101,26 @@ export function trainingLog(line: string): (MetricsLine & { kind: 'train' }) | n
   if (!it) return null;
   const f = fields(line, it.index + it[0].length);
   const m: MetricsLine & { kind: 'train' } = { kind: 'train', iteration: Number(it[1]), totalIterations: Number(it[2]) };
-  const set = <K extends keyof typeof m>(k: K, v: (typeof m)[K] | undefined) => {
-    if (v !== undefined) m[k] = v;
-  };
-  const field = (k: string) => num(f.get(k));
-  set('loss', field('lm loss'));
-  set('lr', field('learning rate'));
-  set('gradNorm', field('grad norm'));
-  set('reward', field('reward'));
-  const ms = field('elapsed time per iteration (ms)');
-  set('msPerIteration', ms);
+  if (f.loss !== undefined) m.loss = f.loss;
+  if (f.lr !== undefined) m.lr = f.lr;
+  if (f.gradNorm !== undefined) m.gradNorm = f.gradNorm;
+  if (f.reward !== undefined) m.reward = f.reward;
+  if (f.msPerIteration !== undefined) m.msPerIteration = f.msPerIteration;
   // A trainer that cannot count FLOPs (the CPU reference trainer) prints 0.0: iterations/s instead.
-  const tflops = field('throughput per GPU (TFLOP/s/GPU)');
-  if (tflops !== undefined && tflops > 0) Object.assign(m, { throughput: tflops, throughputUnit: 'TFLOP/s/GPU' });
-  else if (ms !== undefined && ms > 0) Object.assign(m, { throughput: 1000 / ms, throughputUnit: 'it/s' });
-  set('skipped', field('number of skipped iterations'));
-  set('nan', field('number of nan iterations'));
-  set('time', TIME.exec(line)?.[1]);
+  if (f.tflops !== undefined && f.tflops > 0) {
+    m.throughput = f.tflops;
+    m.throughputUnit = 'TFLOP/s/GPU';
+  } else if (f.msPerIteration !== undefined && f.msPerIteration > 0) {
+    m.throughput = 1000 / f.msPerIteration;
+    m.throughputUnit = 'it/s';
+  }
+  if (f.skipped !== undefined) m.skipped = f.skipped;
+  if (f.nan !== undefined) m.nan = f.nan;
+  // `[YYYY-mm-dd HH:MM:SS] ` right before the iteration.
+  if (it.index >= 21 && line.charCodeAt(it.index - 2) === 0x5d) {
+    const time = line.slice(it.index - 21, it.index - 2);
+    if (TIME.test(time)) m.time = time;
+  }
   return m;
 }
 

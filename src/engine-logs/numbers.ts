@@ -6,11 +6,12 @@
 /** One number's text, captured: a decimal or exponent form, or nan/inf in either case with a sign. */
 export const NUM = '([-+]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][-+]?\\d+)?|[-+]?(?:[nN][aA][nN]|[iI][nN][fF]))';
 
-/** The finite number `s` says, else undefined. */
+/** The finite number `s` says (blanks around it allowed), else undefined: nothing, a word, NaN, inf. */
 export function num(s: string | undefined): number | undefined {
   if (s === undefined) return undefined;
   const v = Number(s);
-  return Number.isFinite(v) ? v : undefined;
+  // Number('') and Number('  ') are 0: a blank is no number.
+  return Number.isFinite(v) && (v !== 0 || /\d/.test(s)) ? v : undefined;
 }
 
 const DICT_ENTRY = new RegExp(`'([^']+)':\\s*(?:np\\.float(?:64|32)\\()?${NUM}(?=[),}\\s]|$)`, 'g');

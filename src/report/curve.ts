@@ -17,13 +17,16 @@ export interface Point {
 export const MAX_CURVE_POINTS = 1 << 20;
 
 export class Curve {
-  private xs = new Float64Array(16);
-  private ys = new Float64Array(16);
+  private xs: Float64Array;
+  private ys: Float64Array;
   private n = 0;
   /** 1, or the step between the x kept once the curve reached `max` points. */
   grid = 1;
 
-  constructor(private readonly max = MAX_CURVE_POINTS) {}
+  constructor(private readonly max = MAX_CURVE_POINTS) {
+    this.xs = new Float64Array(Math.min(16, max));
+    this.ys = new Float64Array(Math.min(16, max));
+  }
 
   /** A curve of the given points (sorted here; the last of an x wins). */
   static of(points: Iterable<Point>, max = MAX_CURVE_POINTS): Curve {
@@ -67,6 +70,11 @@ export class Curve {
     const out: Point[] = [];
     for (let i = a; i < b; i++) out.push({ x: this.xs[i]!, y: this.ys[i]! });
     return out;
+  }
+
+  /** As JSON: its points (`[{x, y}, …]`). */
+  toJSON(): Point[] {
+    return this.points();
   }
 
   /** The y values `from` (negative: from the end) to `to`. */
