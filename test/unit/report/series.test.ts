@@ -52,6 +52,23 @@ describe('stepSeries', () => {
   });
 });
 
+describe('held-out losses', () => {
+  const val = (it: number, loss: number, tail = '') => ` validation loss at iteration ${it}${tail} | lm loss value: ${loss.toExponential(6)} | lm loss PPL: 1.0E+01 | `;
+  it("reads Megatron's periodic and final validation as one series and keeps the test split apart", () => {
+    const s = stepSeries([it_(1, 3), val(2, 2.9), it_(2, 2.8), val(4, 2.7), val(4, 2.65, ' on validation set'), val(4, 2.75, ' on test set'), ' validation-1 loss at iteration 4 | lm loss value: 3.100000E+00 | '].join('\n'));
+    expect(s.validation.points()).toEqual([{ x: 2, y: 2.9 }, { x: 4, y: 2.65 }]); // the final line of 4 after the periodic one
+    expect(s.test.points()).toEqual([{ x: 4, y: 2.75 }]);
+    expect(s.otherValidation).toEqual([{ name: 'validation-1', points: expect.anything() }]);
+    expect(s.otherValidation[0]!.points.points()).toEqual([{ x: 4, y: 3.1 }]);
+  });
+
+  it('counts skipped and NaN iterations once each, the resumed attempt replacing what it trains again', () => {
+    const line = (i: number, skipped: number, nan: number) => it_(i, 2).replace('skipped iterations:   0 | number of nan iterations:   0', `skipped iterations:   ${skipped} | number of nan iterations:   ${nan}`);
+    const s = stepSeries([line(1, 0, 0), line(2, 3, 1), line(3, 2, 2), '[infir2 2026-01-01T00:00:10.000Z] attempt 2 resuming from iteration 2: x', line(3, 0, 0), line(4, 1, 0)].join('\n'));
+    expect([s.skippedIterations, s.nanIterations]).toEqual([4, 1]);
+  });
+});
+
 describe('downsample', () => {
   it('leaves a short series alone', () => {
     const pts = Array.from({ length: 50 }, (_, i) => ({ x: i, y: i }));
