@@ -10,6 +10,7 @@
 import type { SeriesOption } from 'echarts';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { lineChart, PALETTE, type ChartSpec, type Line } from './line-chart.js';
+import { visible } from '../util/visible.js';
 import { parityChart } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';
 import { Curve } from './curve.js';
@@ -173,7 +174,7 @@ function timelineChart(d: RunData): ChartSpec[] {
       const endIso = a.end ?? s.series!.lastTime ?? a.start;
       const end = Math.max(Date.parse(endIso), start + 1);
       const outcome = a.failure ? 'failed' : a.end ? 'ok' : s.status === 'running' ? 'running' : 'stopped';
-      const label = `attempt ${a.attempt}${a.resumedFrom !== null ? ` (resumed from ${a.resumedFrom})` : ''}${a.failure ? `: ${a.failure.class}` : ''}`;
+      const label = visible(`attempt ${a.attempt}${a.resumedFrom !== null ? ` (resumed from ${a.resumedFrom})` : ''}${a.failure ? `: ${a.failure.class}` : ''}`);
       data.push({ value: [row, start, end], name: label, outcome });
     }
   });
@@ -194,7 +195,7 @@ function timelineChart(d: RunData): ChartSpec[] {
         title: { text: 'Stage timeline: attempts, failures, resumes', left: 'center', textStyle: { fontSize: 14 } },
         grid: { left: 110, right: 40, top: 40, bottom: 48 },
         xAxis: { type: 'value', name: 'seconds since the first step began', nameLocation: 'middle', nameGap: 28, min: 0 },
-        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => s.id), axisLabel: { fontSize: 10 } },
+        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => visible(s.id)), axisLabel: { fontSize: 10 } },
         series: [
           {
             type: 'custom',
@@ -250,7 +251,7 @@ function timeSplitChart(d: RunData): ChartSpec[] {
         grid: { left: 110, right: 40, top: 74, bottom: 48 },
         tooltip: { trigger: 'axis' },
         xAxis: { type: 'value', name: 'seconds', nameLocation: 'middle', nameGap: 28 },
-        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => s.id), axisLabel: { fontSize: 10 } },
+        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => visible(s.id)), axisLabel: { fontSize: 10 } },
         series,
       },
     },

@@ -3,6 +3,7 @@
  * with the run's stage table, charts, evaluation table, failures and parameters. Pure: data in, a string out.
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
+import { visible } from '../util/visible.js';
 import { formatScore } from '../workflows/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
@@ -16,7 +17,8 @@ export interface RenderedChart {
 }
 
 const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const esc = (s: unknown): string => String(s).replace(/[&<>"']/g, (c) => ESC[c]!);
+/** Text for the page: control characters written out (util/visible.ts), then HTML's specials escaped. */
+export const esc = (s: unknown): string => visible(String(s)).replace(/[&<>"']/g, (c) => ESC[c]!);
 
 const num = (x: number | null | undefined, digits = 4): string => (x === null || x === undefined ? '–' : Number(x.toPrecision(digits)).toString());
 const secs = (x: number | null | undefined): string => {
