@@ -30,7 +30,8 @@ export async function run(argv: string[]): Promise<number> {
     throw err;
   }
   // Notes carry text from the run's files (a trainer's output, a hostile plan.json): shown escaped.
-  const lines = [`report: ${w.page} (${w.charts} charts, ${(w.bytes / 1024).toFixed(0)} KiB${w.pngs.length ? `; PNGs in ${join(out, 'charts')}` : ''})`, ...w.problems.map((p) => `note: ${p}`)];
+  // A parity run's verdict too: after `parity --detach`, this is where it is read.
+  const lines = [`report: ${w.page} (${w.charts} charts, ${(w.bytes / 1024).toFixed(0)} KiB${w.pngs.length ? `; PNGs in ${join(out, 'charts')}` : ''})`, ...(w.parity ? [w.parity] : []), ...w.problems.map((p) => `note: ${p}`)];
   process.stdout.write(visibleLines(lines.join('\n')) + '\n');
   return 0;
 }

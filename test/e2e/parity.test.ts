@@ -59,6 +59,10 @@ describe('infir2 parity', () => {
     const page = readFileSync(steps.report, 'utf8');
     expect(page).toContain(`data-verdict="${verdict}"`);
     expect(page).toContain('id="chart-parity-loss"');
+    // After `parity --detach` the verdict is read with `report` or `status`; the run holds both precisions.
+    expect((await cli(['report', 'tiny-p1', '--no-png'])).stdout).toContain(line);
+    expect((await cli(['status', 'tiny-p1'])).stdout).toContain(line);
+    expect((await cli(['list'])).stdout).toMatch(/^tiny-p1\s.*\sbf16\+fp8\s/m);
   }, 600_000);
 
   it('refuses bad input with one line and exit 2', async () => {
