@@ -77,6 +77,15 @@ describe('compare: how gaps are measured and shown (issue 34, item 11)', () => {
     expect(compareRuns([sft((i) => 1 + 1 / i), sft((i) => 1.01 + 1 / i)]).rows.find((r) => r.metric.startsWith('EMA'))!.metric).toBe('EMA loss gap (0.9), at the end');
   });
 
+  it("reads validation, never the test split, for the final validation loss (and parity's figure)", () => {
+    const log = (val: number, test: number) =>
+      [100, 200].map((i) => ` [2026-01-01 00:00:00] iteration ${String(i).padStart(8)}/     200 | elapsed time per iteration (ms): 50.0 | lm loss: 2.000000E+00 |`)
+        .concat([` validation loss at iteration 200 on validation set | lm loss value: ${val.toExponential(6)} | `, ` validation loss at iteration 200 on test set | lm loss value: ${test.toExponential(6)} | `]).join('\n');
+    const withLog = (id: string, text: string): StepReport => ({ id, kind: 'cpt', backend: 'local', summary: '', status: 'completed', result: null, series: stepSeries(text) });
+    const c = compareRuns([run('a', [withLog('cpt.decay', log(1.5, 9))]), run('b', [withLog('cpt.decay', log(1.65, 1))])]);
+    expect(c.rows.find((r) => r.metric === 'final validation loss')!.values).toEqual([1.5, 1.65]);
+  });
+
   it('warns when a step covers other iterations (a fork from an earlier stable checkpoint)', () => {
     const a = run('a', [step('cpt.decay', range(481, 600, () => 2))]);
     const b = run('b', [step('cpt.decay', range(401, 520, () => 2.1))]);
