@@ -36,7 +36,7 @@ function phaseLog(first: number, last: number, t0: number, crashAt?: number, res
     for (let i = from; i <= to; i++) {
       t += 8360;
       out.push(line(i, last, t));
-      if (i % 1000 === 0) out.push(` validation loss at iteration ${i} on validation set | lm loss value: 2.5E+00 | lm loss PPL: 1.2E+01 | `);
+      if (i % 1000 === 0) out.push(` validation loss at iteration ${i} | lm loss value: 2.500000E+00 | lm loss PPL: 1.218249E+01 | `);
     }
   };
   if (crashAt !== undefined && resumeFrom !== undefined) {

@@ -22,7 +22,7 @@
  * are not part of the rhythm. Pure functions of progress events and timestamps: tested with tables.
  */
 import type { StallSpec } from '../plan/types.js';
-import type { ProgressEvent } from './progress-parsers.js';
+import type { ProgressEvent } from '../engine-logs/progress-parsers.js';
 
 export type StallPhase = 'startup' | 'saving' | 'evaluating' | 'training';
 

@@ -13,7 +13,7 @@
  */
 import type { AttemptTime, OpenPhase, TimeCategory } from '../plan/goodput.js';
 import { add } from '../plan/goodput.js';
-import type { ProgressEvent } from './progress-parsers.js';
+import type { ProgressEvent } from '../engine-logs/progress-parsers.js';
 
 export function newAttemptTime(attempt: number, scheduledAt: number, startedAt: number): AttemptTime {
   const t: AttemptTime = { attempt, scheduledAt, endedAt: null, attributedTo: scheduledAt, open: 'waiting', secs: {}, lastIteration: null, failure: null };

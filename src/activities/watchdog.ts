@@ -3,7 +3,7 @@
  * Functions of the progress and of timestamps only, so they are tested with tables, not processes.
  */
 import type { Progress } from '../plan/contracts.js';
-import type { ProgressEvent } from './progress-parsers.js';
+import type { ProgressEvent } from '../engine-logs/progress-parsers.js';
 
 /**
  * Fold one progress event into the attempt's progress. `advanced`: a new iteration or checkpoint (what the

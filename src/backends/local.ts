@@ -73,6 +73,8 @@ export function cptPhaseStep(c: LocalContext, phase: CptPhase, cpt: CptConfig, a
     ...opt('--log-interval', cpt.logInterval),
     ...opt('--eval-interval', cpt.evalInterval),
     ...opt('--eval-iters', cpt.evalIters),
+    // Megatron's document split: its test split is validated once, when training ends (`… on test set`).
+    '--split', cpt.split,
     ...opt('--lr', cpt.lr),
     ...opt('--min-lr', cpt.minLr),
     '--lr-decay-style', 'WSD',

@@ -7,6 +7,7 @@
  */
 import { parseVerbArgs, type Options } from './args.js';
 import { UsageError } from '../errors.js';
+import { visible, visibleJson, visibleLines } from '../util/visible.js';
 import { compareHtml } from '../report/compare-html.js';
 import { compareRuns, comparisonTable } from '../report/compare.js';
 import { NotARunDir, readRunData } from '../report/run-data.js';
@@ -32,9 +33,10 @@ export async function run(argv: string[]): Promise<number> {
     }
   });
   const c = compareRuns(data, lastN !== undefined ? { lastN } : {});
-  for (const w of c.warnings) process.stderr.write(`warning: ${w}\n`);
+  // Warnings quote recipes' values and the table runs' step ids: others' text, shown escaped.
+  for (const w of c.warnings) process.stderr.write(`warning: ${visible(w)}\n`);
   if (values.json) {
-    process.stdout.write(JSON.stringify({ runs: c.runs, warnings: c.warnings, rows: c.rows }, null, 2) + '\n');
+    process.stdout.write(visibleJson({ runs: c.runs, warnings: c.warnings, notes: c.notes, rows: c.rows }) + '\n');
     return 0;
   }
   // Not inside a run's directory: comparing must leave every run as it was.
@@ -42,6 +44,6 @@ export async function run(argv: string[]): Promise<number> {
   if (values.out === undefined) checkOutDir(out, 'the current directory', 'comparison');
   const charts = renderCharts(c.charts, out, true);
   const page = writePage(out, compareHtml(c, charts, new Date().toISOString()));
-  process.stdout.write(`${comparisonTable(c)}\n\ncharts: ${page}\n`);
+  process.stdout.write(visibleLines(`${comparisonTable(c)}\n${c.notes.map((n) => `note: ${n}\n`).join('')}\ncharts: ${page}`) + '\n');
   return 0;
 }

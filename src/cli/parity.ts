@@ -8,6 +8,7 @@
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
+import { visibleLines } from '../util/visible.js';
 import { mergeParityPlans, PARITY_FILE, parityVariants, type ParitySpec } from '../plan/parity.js';
 import { readRunData } from '../report/run-data.js';
 import { parityText, parityVerdict } from '../report/parity.js';
@@ -76,6 +77,6 @@ export async function run(argv: string[]): Promise<number> {
   } finally {
     await connection.close();
   }
-  if (!values.detach) process.stdout.write(`\n${parityText(parityVerdict(readRunData(runDir), spec))}\n`);
+  if (!values.detach) process.stdout.write(`\n${visibleLines(parityText(parityVerdict(readRunData(runDir), spec)))}\n`);
   return code;
 }

@@ -6,6 +6,7 @@
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { UsageError } from '../errors.js';
+import { visibleLines } from '../util/visible.js';
 import { NotARunDir } from '../report/run-data.js';
 import { writeReport } from '../report/write-report.js';
 import { checkOutDir, locateRuns, type LocatedRun } from './run-files.js';
@@ -28,7 +29,9 @@ export async function run(argv: string[]): Promise<number> {
     if (err instanceof NotARunDir) throw new UsageError(`${ref}: ${err.message}`);
     throw err;
   }
-  process.stdout.write(`report: ${w.page} (${w.charts} charts, ${(w.bytes / 1024).toFixed(0)} KiB${w.pngs.length ? `; PNGs in ${join(out, 'charts')}` : ''})\n`);
-  for (const p of w.problems) process.stdout.write(`note: ${p}\n`);
+  // Notes carry text from the run's files (a trainer's output, a hostile plan.json): shown escaped.
+  // A parity run's verdict too: after `parity --detach`, this is where it is read.
+  const lines = [`report: ${w.page} (${w.charts} charts, ${(w.bytes / 1024).toFixed(0)} KiB${w.pngs.length ? `; PNGs in ${join(out, 'charts')}` : ''})`, ...(w.parity ? [w.parity] : []), ...w.problems.map((p) => `note: ${p}`)];
+  process.stdout.write(visibleLines(lines.join('\n')) + '\n');
   return 0;
 }

@@ -3,7 +3,9 @@ import { parseVerbArgs, positionals, type Options } from './args.js';
 import { renderStatusTable } from './status-view.js';
 import { runTimeFigures, stepTimeFigures } from '../workflows/step-figures.js';
 import type { RunStatus } from '../plan/contracts.js';
+import { parityOfRun } from '../report/parity-of-run.js';
 import { withDiskCheckpoints } from '../rundir/disk-checkpoints.js';
+import { visibleLines } from '../util/visible.js';
 import { connectClient } from '../temporal/connection.js';
 import { resolveRun, runStatus, startedPlan, type RunRef } from '../temporal/runs.js';
 
@@ -18,7 +20,9 @@ export async function run(argv: string[]): Promise<number> {
     const r = await resolveRun(client, ref!);
     const st = await withCheckpointsOnDisk(r, await runStatus(client, r, false));
     const now = Date.now();
-    process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st, goodput: goodputJson(st, now) }, null, 2) + '\n' : renderStatusTable(r.workflowId, st, now) + '\n');
+    // A parity run's verdict (report/parity-of-run.ts), read from its files: other runs read nothing more.
+    const parity = values.json ? null : parityOfRun(st.runDir);
+    process.stdout.write(values.json ? JSON.stringify({ workflowId: r.workflowId, ...st, goodput: goodputJson(st, now) }, null, 2) + '\n' : renderStatusTable(r.workflowId, st, now) + (parity ? `\n${visibleLines(parity)}` : '') + '\n');
     return 0;
   } finally {
     await connection.close();

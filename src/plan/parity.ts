@@ -6,7 +6,7 @@
  * decay kept, the stable phase ending at N. Its steps are renamed `<variant>.<step>` and its files live under
  * `<run>/variants/<variant>/`. Pure: compiled plans in, one plan out.
  */
-import type { Plan, Precision } from './types.js';
+import { BOTH_PRECISIONS, type Plan, type Precision } from './types.js';
 
 export const PARITY_FILE = 'parity.json';
 
@@ -44,5 +44,6 @@ export function mergeParityPlans(runId: string, runDir: string, parts: { variant
       summary: `${variant.precision.toUpperCase()}, seed ${variant.seed}: ${s.summary}`,
     }));
   });
-  return { ...first, runId, runDir, precision: 'fp8', steps };
+  // Both: `list`, the Web UI's TrainPrecision and the report say so (not the first variant's compile).
+  return { ...first, runId, runDir, precision: BOTH_PRECISIONS, steps };
 }

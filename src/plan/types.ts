@@ -24,6 +24,9 @@ export const STAGE_IDS = [
 export type StepKind = 'cpt' | 'sft' | 'convert' | 'rl' | 'eval';
 export type BackendName = 'megatron' | 'slime' | 'convert' | 'evalscope' | 'local';
 export type Precision = 'fp8' | 'bf16';
+/** A run's precision: one, or both for a parity run (`infir2 parity`: BF16 and FP8 variants side by side). */
+export const BOTH_PRECISIONS = 'bf16+fp8';
+export type RunPrecision = Precision | typeof BOTH_PRECISIONS;
 export type Launcher = 'local' | 'torchrun' | 'slurm' | 'ray';
 
 /**
@@ -269,7 +272,7 @@ export interface Plan {
   runId: string;
   /** Absolute run directory: checkpoints, logs and the manifest of this run live under it. */
   runDir: string;
-  precision: Precision;
+  precision: RunPrecision;
   /** Human-readable model name (e.g. `Qwen2.5-7B`), for summaries. */
   model: string;
   pools: Record<string, PoolSpec>;

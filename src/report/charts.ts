@@ -10,11 +10,25 @@
 import type { SeriesOption } from 'echarts';
 import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { lineChart, PALETTE, type ChartSpec, type Line } from './line-chart.js';
+import { visible } from '../util/visible.js';
 import { parityChart } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';
-import type { Point } from './step-series.js';
+import { Curve } from './curve.js';
 
 const training = (d: RunData, kind: StepReport['kind']) => d.steps.filter((s) => s.kind === kind && s.series);
+
+/**
+ * The held-out losses of steps, dashed: the validation split (periodic and final), each further validation set
+ * of --multiple-validation-sets, and the test split apart (Megatron evaluates it once, at the end of training).
+ */
+function heldOut(steps: StepReport[], prefix: string): Line[] {
+  const sets = [...new Set(steps.flatMap((s) => s.series!.otherValidation.map((v) => v.name)))];
+  return [
+    { name: `${prefix}validation`, points: Curve.concat(steps.map((s) => s.series!.validation)), dashed: true, symbol: true },
+    ...sets.map((name) => ({ name: `${prefix}${name}`, points: Curve.concat(steps.flatMap((s) => s.series!.otherValidation.filter((v) => v.name === name).map((v) => v.points))), dashed: true, symbol: true })),
+    { name: `${prefix}test`, points: Curve.concat(steps.map((s) => s.series!.test)), dashed: true, symbol: true },
+  ];
+}
 
 /** CPT phases on one axis: each phase's points as the trainer numbered them (they continue each other). */
 function cptCharts(d: RunData): ChartSpec[] {
@@ -28,12 +42,12 @@ function cptCharts(d: RunData): ChartSpec[] {
     lineChart({
       id: 'cpt-loss',
       title: 'CPT: training and validation loss',
-      caption: `lm loss per iteration and validation loss at each evaluation, ${cpt.map((s) => s.id).join(', ')}; phase boundaries dotted`,
+      caption: `lm loss per iteration and validation loss at each evaluation, ${cpt.map((s) => s.id).join(', ')}${cpt.some((s) => s.series!.test.length) ? '; the test split\'s loss at the end of training apart' : ''}; phase boundaries dotted`,
       xName: 'iteration',
       yName: 'loss',
       lines: [
         ...cpt.map((s) => ({ name: `${s.id} train`, points: s.series!.loss })),
-        { name: 'validation', points: cpt.flatMap((s) => s.series!.validation), dashed: true, symbol: true },
+        ...heldOut(cpt, ''),
       ],
       marks,
     }),
@@ -62,10 +76,7 @@ function sftCharts(d: RunData): ChartSpec[] {
       caption: byStep ? 'train/loss per optimizer step (slime `step k` lines), each stage from its start' : 'lm loss per iteration, each stage from its start; validation dashed',
       xName: byStep ? 'step' : 'iteration',
       yName: 'loss',
-      lines: steps.flatMap((s) => [
-        { name: s.id, points: s.series!.stepLoss.length ? s.series!.stepLoss : s.series!.loss },
-        { name: `${s.id} validation`, points: s.series!.validation, dashed: true, symbol: true },
-      ]),
+      lines: steps.flatMap((s) => [{ name: s.id, points: s.series!.stepLoss.length ? s.series!.stepLoss : s.series!.loss }, ...heldOut([s], `${s.id} `)]),
     }),
     lineChart({
       id: 'sft-lr',
@@ -87,8 +98,7 @@ function rlCharts(d: RunData): ChartSpec[] {
   const spans: { from: number; to: number; label: string }[] = [];
   const shifted = rl.map((s, i) => {
     const n = Math.max(caps[i]?.rollouts ?? 0, (s.series!.reward.at(-1)?.x ?? -1) + 1, s.series!.responseLength.length);
-    const shift = (ps: Point[]) => ps.map((p) => ({ x: p.x + offset, y: p.y }));
-    const out = { id: s.id, reward: shift(s.series!.reward), length: shift(s.series!.responseLength), evals: s.series!.rolloutEvals.map((e) => ({ ...e, rollout: e.rollout + offset })) };
+    const out = { id: s.id, reward: s.series!.reward.shifted(offset), length: s.series!.responseLength.shifted(offset), evals: s.series!.rolloutEvals.map((e) => ({ ...e, rollout: e.rollout + offset })) };
     spans.push({ from: offset, to: offset + Math.max(n - 1, 0), label: `${s.id.replace(/^rl\./, '')}: ≤ ${caps[i]?.maxResponseLen ?? '?'} tokens` });
     offset += n;
     return out;
@@ -103,7 +113,7 @@ function rlCharts(d: RunData): ChartSpec[] {
       yName: 'reward',
       lines: [
         ...shifted.map((s) => ({ name: s.id, points: s.reward })),
-        ...evalNames.map((n) => ({ name: `eval ${n}`, points: shifted.flatMap((s) => s.evals.flatMap((e) => (e.scores[n] !== undefined ? [{ x: e.rollout, y: e.scores[n]! }] : []))), symbol: true, dashed: true })),
+        ...evalNames.map((n) => ({ name: `eval ${n}`, points: Curve.of(shifted.flatMap((s) => s.evals.flatMap((e) => (e.scores[n] !== undefined ? [{ x: e.rollout, y: e.scores[n]! }] : [])))), symbol: true, dashed: true })),
       ],
       spans,
     }),
@@ -164,7 +174,7 @@ function timelineChart(d: RunData): ChartSpec[] {
       const endIso = a.end ?? s.series!.lastTime ?? a.start;
       const end = Math.max(Date.parse(endIso), start + 1);
       const outcome = a.failure ? 'failed' : a.end ? 'ok' : s.status === 'running' ? 'running' : 'stopped';
-      const label = `attempt ${a.attempt}${a.resumedFrom !== null ? ` (resumed from ${a.resumedFrom})` : ''}${a.failure ? `: ${a.failure.class}` : ''}`;
+      const label = visible(`attempt ${a.attempt}${a.resumedFrom !== null ? ` (resumed from ${a.resumedFrom})` : ''}${a.failure ? `: ${a.failure.class}` : ''}`);
       data.push({ value: [row, start, end], name: label, outcome });
     }
   });
@@ -185,7 +195,7 @@ function timelineChart(d: RunData): ChartSpec[] {
         title: { text: 'Stage timeline: attempts, failures, resumes', left: 'center', textStyle: { fontSize: 14 } },
         grid: { left: 110, right: 40, top: 40, bottom: 48 },
         xAxis: { type: 'value', name: 'seconds since the first step began', nameLocation: 'middle', nameGap: 28, min: 0 },
-        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => s.id), axisLabel: { fontSize: 10 } },
+        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => visible(s.id)), axisLabel: { fontSize: 10 } },
         series: [
           {
             type: 'custom',
@@ -241,7 +251,7 @@ function timeSplitChart(d: RunData): ChartSpec[] {
         grid: { left: 110, right: 40, top: 74, bottom: 48 },
         tooltip: { trigger: 'axis' },
         xAxis: { type: 'value', name: 'seconds', nameLocation: 'middle', nameGap: 28 },
-        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => s.id), axisLabel: { fontSize: 10 } },
+        yAxis: { type: 'category', name: 'step', nameLocation: 'start', nameGap: 10, inverse: true, data: rows.map((s) => visible(s.id)), axisLabel: { fontSize: 10 } },
         series,
       },
     },

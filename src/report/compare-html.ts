@@ -15,7 +15,8 @@ table{border-collapse:collapse}td,th{border:1px solid #ddd;padding:3px 8px;text-
 <body>
 <h1>infir2 compare: ${esc(c.runs.join(' vs '))}</h1>
 <p>generated ${esc(generatedAt)}; every run against the first.</p>
-${c.warnings.length ? `<div class="warn"><b>The runs differ:</b><ul>${c.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul></div>` : ''}
+${c.warnings.length ? `<div class="warn"><b>Before reading the figures:</b><ul>${c.warnings.map((w) => `<li>${esc(w)}</li>`).join('')}</ul></div>` : ''}
+${c.notes.length ? `<ul class="notes">${c.notes.map((n) => `<li>${esc(n)}</li>`).join('')}</ul>` : ''}
 <table class="compare">${head}
 ${rows}
 </table>

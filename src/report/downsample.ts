@@ -6,16 +6,16 @@
  * points it stands for, so a loss spike of one iteration survives, where averaging or taking every k-th point
  * would flatten or skip it. The first and last points are always kept.
  */
-import type { Point } from './step-series.js';
+import type { Curve, Point } from './curve.js';
 
 /** Points kept per series at most (a bucket gives two). */
 export const MAX_POINTS = 2_000;
 
-export function downsample(points: Point[], max = MAX_POINTS): Point[] {
-  if (points.length <= max) return points;
+export function downsample(c: Curve, max = MAX_POINTS): Point[] {
+  if (c.length <= max) return c.points();
   const buckets = Math.max(1, Math.floor((max - 2) / 2));
-  const inner = points.length - 2;
-  const out: Point[] = [points[0]!];
+  const inner = c.length - 2;
+  const out: Point[] = [c.at(0)!];
   for (let b = 0; b < buckets; b++) {
     const from = 1 + Math.floor((b * inner) / buckets);
     const to = 1 + Math.floor(((b + 1) * inner) / buckets);
@@ -23,12 +23,12 @@ export function downsample(points: Point[], max = MAX_POINTS): Point[] {
     let lo = from;
     let hi = from;
     for (let i = from + 1; i < to; i++) {
-      if (points[i]!.y < points[lo]!.y) lo = i;
-      if (points[i]!.y > points[hi]!.y) hi = i;
+      if (c.y(i) < c.y(lo)) lo = i;
+      if (c.y(i) > c.y(hi)) hi = i;
     }
-    if (lo === hi) out.push(points[lo]!);
-    else out.push(points[Math.min(lo, hi)]!, points[Math.max(lo, hi)]!);
+    if (lo === hi) out.push(c.at(lo)!);
+    else out.push(c.at(Math.min(lo, hi))!, c.at(Math.max(lo, hi))!);
   }
-  out.push(points.at(-1)!);
+  out.push(c.last()!);
   return out;
 }

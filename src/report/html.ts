@@ -3,6 +3,7 @@
  * with the run's stage table, charts, evaluation table, failures and parameters. Pure: data in, a string out.
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
+import { visible } from '../util/visible.js';
 import { formatScore } from '../workflows/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
@@ -16,7 +17,8 @@ export interface RenderedChart {
 }
 
 const ESC: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const esc = (s: unknown): string => String(s).replace(/[&<>"']/g, (c) => ESC[c]!);
+/** Text for the page: control characters written out (util/visible.ts), then HTML's specials escaped. */
+export const esc = (s: unknown): string => visible(String(s)).replace(/[&<>"']/g, (c) => ESC[c]!);
 
 const num = (x: number | null | undefined, digits = 4): string => (x === null || x === undefined ? '–' : Number(x.toPrecision(digits)).toString());
 const secs = (x: number | null | undefined): string => {
@@ -47,7 +49,9 @@ function stageRows(d: RunData): string {
       const lost = failed.filter((a) => a.end).reduce((t, a) => t + (Date.parse(a.end!) - Date.parse(a.start)) / 1000, 0);
       const loss = s.result?.loss ?? s.series?.loss.at(-1)?.y ?? null;
       const score = d.evals.find((e) => e.step === s.id)?.score;
-      return `<tr data-step="${esc(s.id)}"><td>${esc(s.id)}</td><td class="st-${esc(s.status)}">${esc(s.status)}</td><td data-k="attempts">${s.result?.attempts ?? att.length}</td><td data-k="failures">${failed.length ? esc(failed.map((a) => a.failure!.class).join(', ')) : ''}</td><td data-k="iteration">${lastIteration(s) ?? '–'}</td><td data-k="loss">${num(loss, 7)}</td><td data-k="score">${score ? esc(formatScore(score)) : ''}</td><td data-k="duration">${secs(s.result?.durationSec)}</td><td data-k="lost">${lost ? secs(lost) : ''}</td><td class="sum">${esc(s.summary)}</td></tr>`;
+      const sk = s.series?.skippedIterations ?? 0;
+      const skipped = sk ? `<span data-k="skipped" data-skipped="${sk}" data-nan="${s.series!.nanIterations}">${sk} iteration${sk === 1 ? '' : 's'} skipped${s.series!.nanIterations ? ` (${s.series!.nanIterations} NaN)` : ''}</span>` : '';
+      return `<tr data-step="${esc(s.id)}"><td>${esc(s.id)}</td><td class="st-${esc(s.status)}">${esc(s.status)}</td><td data-k="attempts">${s.result?.attempts ?? att.length}</td><td data-k="failures">${failed.length ? esc(failed.map((a) => a.failure!.class).join(', ')) : ''}${failed.length && skipped ? '; ' : ''}${skipped}</td><td data-k="iteration">${lastIteration(s) ?? '–'}</td><td data-k="loss">${num(loss, 7)}</td><td data-k="score">${score ? esc(formatScore(score)) : ''}</td><td data-k="duration">${secs(s.result?.durationSec)}</td><td data-k="lost">${lost ? secs(lost) : ''}</td><td class="sum">${esc(s.summary)}</td></tr>`;
     })
     .join('\n');
 }

@@ -4,8 +4,9 @@
  * Pure: render.ts draws specs to SVG and PNG.
  */
 import type { EChartsOption, SeriesOption } from 'echarts';
+import { visible } from '../util/visible.js';
 import { downsample } from './downsample.js';
-import type { Point } from './step-series.js';
+import type { Curve } from './curve.js';
 
 export interface ChartSpec {
   id: string;
@@ -25,7 +26,7 @@ export const PALETTE = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '
 
 export interface Line {
   name: string;
-  points: Point[];
+  points: Curve;
   dashed?: boolean;
   symbol?: boolean;
 }
@@ -43,8 +44,10 @@ interface LineChartInput {
 }
 
 /** A line chart of named series (downsampled), with optional phase marks and shaded spans. */
-export function lineChart(c: LineChartInput): ChartSpec | null {
-  const lines = c.lines.filter((l) => l.points.length > 0);
+export function lineChart(input: LineChartInput): ChartSpec | null {
+  // Names come from plans and recipes in run directories (others' files): drawn with control characters escaped.
+  const c = { ...input, title: visible(input.title), caption: visible(input.caption), marks: input.marks?.map((m) => ({ ...m, label: visible(m.label) })), spans: input.spans?.map((s) => ({ ...s, label: visible(s.label) })) };
+  const lines = c.lines.filter((l) => l.points.length > 0).map((l) => ({ ...l, name: visible(l.name) }));
   if (!lines.length) return null;
   const drawn = lines.map((l) => downsample(l.points));
   const series: SeriesOption[] = lines.map((l, i) => ({

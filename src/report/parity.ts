@@ -7,8 +7,9 @@
  * better) by. Pure.
  */
 import { PREFIX_END, type ParitySpec } from '../plan/parity.js';
-import { lineChart, type ChartSpec } from './line-chart.js';
 import { LAST_N, lossOf } from './compare.js';
+import { Curve } from './curve.js';
+import { lineChart, type ChartSpec } from './line-chart.js';
 import type { RunData } from './run-data.js';
 import { mean, pct } from './stats.js';
 
@@ -35,14 +36,14 @@ export interface ParityVerdict {
 export function parityVerdict(data: RunData, spec: ParitySpec): ParityVerdict {
   const series = spec.variants.map((v) => data.steps.find((s) => s.id === `${v.name}.${PREFIX_END}`)?.series ?? null);
   // The last validation iteration all variants reached; else the training loss's tail.
-  const valIters = series.map((s) => new Set((s?.validation ?? []).map((p) => p.x)));
+  const valIters = series.map((s) => new Set(s ? s.validation.points().map((p) => p.x) : []));
   const common = [...(valIters[0] ?? [])].filter((x) => valIters.every((set) => set.has(x))).sort((a, b) => a - b).at(-1);
   const metric = common !== undefined ? `validation loss at iteration ${common}` : `mean training loss of the last ${LAST_N} iterations`;
   const figures = spec.variants.map((v, i) => {
     const s = series[i];
     let value: number | null = null;
-    if (s && common !== undefined) value = s.validation.find((p) => p.x === common)?.y ?? null;
-    else if (s?.loss.length) value = mean(s.loss.slice(-LAST_N).map((p) => p.y));
+    if (s && common !== undefined) value = s.validation.yAt(common) ?? null;
+    else if (s?.loss.length) value = mean(s.loss.values(-LAST_N));
     return { variant: v.name, precision: v.precision, seed: v.seed, value };
   });
   const of = (p: string) => figures.filter((f) => f.precision === p && f.value !== null).map((f) => f.value!);
@@ -72,7 +73,7 @@ export function parityText(v: ParityVerdict): string {
 export function parityChart(data: RunData, spec: ParitySpec): ChartSpec | null {
   const lines = spec.variants.map((v) => ({
     name: v.name,
-    points: data.steps.filter((s) => s.id.startsWith(`${v.name}.`)).flatMap((s) => lossOf(s)).sort((a, b) => a.x - b.x),
+    points: Curve.concat(data.steps.filter((s) => s.id.startsWith(`${v.name}.`)).flatMap((s) => lossOf(s) ?? [])),
     dashed: v.precision === 'fp8',
   }));
   return lineChart({

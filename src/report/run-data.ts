@@ -1,18 +1,21 @@
 /**
  * Everything a report shows, read from a run directory alone: `plan.json` (the steps), `recipe.json` (the
  * parameters), `results/*.json` (what finished, its time accounting and scores) and `logs/*.log` (the series,
- * through the supervisor's parsers; a rotated log read as `infir2 logs` reads it). No Temporal: a report of a run
- * whose server is gone still works. A file that is missing or unreadable becomes a line in `problems`, shown on
- * the page, never an exception.
+ * through the supervisor's parsers; a rotated log read as `infir2 logs` reads it, streamed a line at a time so
+ * that no log is ever held whole: a step log of any size is read in bounded memory). No Temporal: a report of a
+ * run whose server is gone still works. A file that is missing or unreadable becomes a line in `problems`, shown
+ * on the page, never an exception.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, StepResult } from '../plan/contracts.js';
 import { PARITY_FILE, type ParitySpec } from '../plan/parity.js';
 import type { Plan, PlanStep } from '../plan/types.js';
+import { LineSplitter } from '../engine-logs/line-splitter.js';
 import { StepLogReader } from '../rundir/step-log.js';
 import { headlineScore, type HeadlineScore } from '../workflows/step-figures.js';
-import { stepSeries, type StepSeries } from './step-series.js';
+import { MAX_CURVE_POINTS } from './curve.js';
+import { StepSeriesBuilder, type StepSeries } from './step-series.js';
 
 export type StepReportStatus = 'completed' | 'kept' | 'failed' | 'running' | 'cancelled' | 'pending' | 'skipped' | 'stopped';
 
@@ -63,17 +66,23 @@ function readJson<T>(file: string, problems: string[], what: string): T | null {
   }
 }
 
-/** The whole log as `infir2 logs` prints it: head, a marker where the middle was dropped, the newest part. */
-export function readStepLog(file: string): string | null {
-  const chunks: Buffer[] = [];
-  const reader = new StepLogReader(file, (c) => chunks.push(c));
+/**
+ * A step's series from its log as `infir2 logs` prints it (head, a marker where the middle was dropped, the
+ * newest part), a chunk and a line at a time: memory is one chunk, one line (cut at the splitter's cap) and the
+ * curves, whatever the log's size; null when the step wrote no log.
+ */
+export function readStepSeries(file: string): StepSeries | null {
+  const series = new StepSeriesBuilder();
+  const lines = new LineSplitter((line) => series.line(line), undefined, false);
+  const reader = new StepLogReader(file, (chunk) => lines.push(chunk));
   if (!reader.exists()) return null;
   try {
     reader.pump();
   } finally {
     reader.close();
   }
-  return Buffer.concat(chunks).toString('utf8');
+  lines.end();
+  return series.finish();
 }
 
 const EVAL_CHILD = /^(.+)\.eval(\d+)\.([^.]+)$/;
@@ -117,13 +126,12 @@ export function readRunData(runDir: string, live?: RunStatus | null): RunData {
   const liveSteps = new Map((live?.steps ?? []).map((s) => [s.id, s]));
   const steps: StepReport[] = plan.steps.map((step) => {
     const r = result(step.id);
-    let series: StepSeries | null = null;
-    const text = readStepLog(join(runDir, 'logs', `${step.id}.log`));
-    if (text !== null) series = stepSeries(text);
+    const series = readStepSeries(join(runDir, 'logs', `${step.id}.log`));
     const st = liveSteps.get(step.id)?.status;
     const status: StepReportStatus = st ?? statusFromFiles(r, series);
     if (series === null && r !== null) problems.push(`${step.id}: its log (logs/${step.id}.log) is missing: no series for it`);
     if (series?.cut) problems.push(`${step.id}: its log was rotated (${series.cut}): the series have a gap there`);
+    if (series && series.grid > 1) problems.push(`${step.id}: a series passed ${MAX_CURVE_POINTS} points: it keeps one x in ${series.grid} (the chart coarser, the memory bounded)`);
     return { id: step.id, kind: step.kind, backend: step.backend, summary: step.summary, status, result: r, series };
   });
 

@@ -12,6 +12,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { reportCharts } from './charts.js';
 import type { ChartSpec } from './line-chart.js';
 import { reportHtml, type RenderedChart } from './html.js';
+import { parityText, parityVerdict } from './parity.js';
 import { chartPng, chartSvg } from './render.js';
 import { readRunData } from './run-data.js';
 
@@ -21,6 +22,8 @@ export interface WrittenReport {
   bytes: number;
   charts: number;
   problems: string[];
+  /** A parity run's verdict as `infir2 parity` prints it (the line and one per variant); null for other runs. */
+  parity: string | null;
   ms: number;
 }
 
@@ -65,5 +68,6 @@ export function writeReport(runDir: string, opts: { out?: string; live?: RunStat
   const charts = renderCharts(reportCharts(data), out, opts.png !== false);
   const html = reportHtml(data, charts, (opts.now ?? new Date()).toISOString());
   const page = writePage(out, html);
-  return { page, pngs: charts.flatMap((c) => (c.png ? [join(out, c.png)] : [])), bytes: Buffer.byteLength(html), charts: charts.length, problems: data.problems, ms: performance.now() - t0 };
+  const parity = data.parity ? parityText(parityVerdict(data, data.parity)) : null;
+  return { page, pngs: charts.flatMap((c) => (c.png ? [join(out, c.png)] : [])), bytes: Buffer.byteLength(html), charts: charts.length, problems: data.problems, parity, ms: performance.now() - t0 };
 }

@@ -38,7 +38,7 @@ describe('infir2 parity', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     // Each variant's validation loss at iteration 100, from its own log.
-    const val = (v: string) => Number(/validation loss at iteration 100 on validation set \| lm loss value: (\S+)/.exec(readFileSync(join(runs, 'p1', 'logs', `${v}.cpt.stable.log`), 'utf8'))![1]);
+    const val = (v: string) => Number(/validation loss at iteration 100(?: on validation set)? \| lm loss value: (\S+)/.exec(readFileSync(join(runs, 'p1', 'logs', `${v}.cpt.stable.log`), 'utf8'))![1]);
     const [b1, b2, f1, f2] = ['bf16-s1234', 'bf16-s1235', 'fp8-s1234', 'fp8-s1235'].map(val) as [number, number, number, number];
     const bf16 = (b1 + b2) / 2;
     const gap = ((f1 + f2) / 2 - bf16) / bf16;
@@ -59,6 +59,10 @@ describe('infir2 parity', () => {
     const page = readFileSync(steps.report, 'utf8');
     expect(page).toContain(`data-verdict="${verdict}"`);
     expect(page).toContain('id="chart-parity-loss"');
+    // After `parity --detach` the verdict is read with `report` or `status`; the run holds both precisions.
+    expect((await cli(['report', 'tiny-p1', '--no-png'])).stdout).toContain(line);
+    expect((await cli(['status', 'tiny-p1'])).stdout).toContain(line);
+    expect((await cli(['list'])).stdout).toMatch(/^tiny-p1\s.*\sbf16\+fp8\s/m);
   }, 600_000);
 
   it('refuses bad input with one line and exit 2', async () => {

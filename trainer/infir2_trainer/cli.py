@@ -5,6 +5,7 @@ line per failure); every other expected failure exits 1 with one `error: ...` li
 INFIR2_TRAINER_DEBUG=1.
 """
 import argparse
+import re
 import os
 import sys
 
@@ -36,6 +37,13 @@ def _pos_int(v):
     if n <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {v}")
     return n
+
+
+def _split(v):
+    """Megatron's --split: up to three non-negative weights, not all 0 (e.g. 969,30,1)."""
+    if not re.fullmatch(r"\d+(\.\d+)?(,\d+(\.\d+)?){0,2}", v) or not any(float(x) for x in v.split(",")):
+        raise argparse.ArgumentTypeError(f"expected up to three weights like 969,30,1, not all 0, got {v!r}")
+    return v
 
 
 def _nonneg_int(v):
@@ -173,6 +181,9 @@ def build_parser() -> Parser:
     p.add_argument("--train-iters", type=_pos_int, required=True)
     p.add_argument("--eval-interval", type=_pos_int, default=None)
     p.add_argument("--eval-iters", type=_pos_int, default=4)
+    p.add_argument("--split", type=_split, default=None,
+                   help="train,valid,test weights of the documents, as Megatron's --split (default: the last 3%% "
+                        "validate, none test)")
     add_model(p, defaults=True)
     add_optimizer(p, lr=1e-3)
     add_checkpointing(p, megatron=True)

@@ -1,12 +1,16 @@
-"""Megatron's progress lines, byte for byte (megatron/training/training.py::training_log, print_datetime).
+"""Megatron's progress lines, byte for byte (megatron/training/training.py at core_v0.14.0: training_log,
+evaluate_and_print_results, print_datetime).
 
 The orchestrator parses these, exactly as it parses a real Megatron/slime run, so the format is the contract:
  [2025-10-01 12:00:00] iteration      100/    4000 | consumed samples:        12800 | elapsed time per iteration
  (ms): 83.6 | throughput per GPU (TFLOP/s/GPU): 0.1 | learning rate: 2.000000E-06 | global batch size:   128 |
  lm loss: 2.345678E+00 | loss scale: 1.0 | grad norm: 0.123 | number of skipped iterations:   0 | number of nan
  iterations:   0 |                                                                   (one line; RL adds reward)
+and, between dashed rules, ` validation loss at iteration 100 | lm loss value: … | lm loss PPL: … | ` every
+--eval-interval, `… at iteration N on validation set | …` and `… on test set | …` once when training ends.
 """
 import datetime
+import math
 import sys
 
 
@@ -47,7 +51,11 @@ def training_log(iteration, train_iters, consumed_samples, elapsed_ms, tflops, l
     s += f" learning rate: {lr:.6E} |"
     s += f" global batch size: {global_batch_size:5d} |"
     for key, value in losses.items():
-        s += " {}: {:.6E} |".format(key, value)
+        # Megatron prints a loss only `if avg > 0.0` (training.py:1565): none for an interval whose iterations
+        # were all skipped or NaN. Its losses are cross-entropies; the RL loss here may be below zero, so only a
+        # missing or non-finite one is left out.
+        if value is not None and math.isfinite(value):
+            s += " {}: {:.6E} |".format(key, value)
         if key == "lm loss" and reward is not None:
             s += f" reward: {reward:.6E} |"
     s += " loss scale: 1.0 |"
@@ -58,9 +66,10 @@ def training_log(iteration, train_iters, consumed_samples, elapsed_ms, tflops, l
     return s
 
 
-def validation_log(iteration, loss) -> str:
-    import math
-    body = f" validation loss at iteration {iteration} on validation set | lm loss value: {loss:.6E} | " \
+def validation_log(prefix: str, loss: float) -> str:
+    """evaluate_and_print_results (training.py:2524–2552): `prefix` is `iteration N` every --eval-interval
+    (2219), `iteration N on validation set` (747) and `iteration N on test set` (762) when training ends."""
+    body = f" validation loss at {prefix} | lm loss value: {loss:.6E} | " \
            f"lm loss PPL: {math.exp(min(20.0, loss)):.6E} | "
     rule = "-" * (len(body) + 1)
     return f"{rule}\n{body}\n{rule}"

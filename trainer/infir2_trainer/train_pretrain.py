@@ -2,9 +2,14 @@
 
 Data: the documents of --data-path are tokenized, joined with <|endoftext|> and cut into samples of
 seq_length + 1 tokens (Megatron's GPTDataset), shuffled per epoch with the seed. Sample k of the run is a pure
-function of (seed, k), so restoring `consumed_train_samples` restores the data position exactly. The last 3% of
-the documents are the validation split (--eval-interval / --eval-iters).
+function of (seed, k), so restoring `consumed_train_samples` restores the data position exactly. The documents are
+split into train, validation and test as Megatron splits them with --split (weights, e.g. 969,30,1); without it
+the last 3% are the validation split and there is no test split. Validation runs every --eval-interval, and once
+more on the validation and the test split when training ends (not after --exit-interval or a SIGTERM), each
+printed as Megatron prints it.
 """
+import re
+
 import torch
 import torch.nn.functional as F
 
@@ -21,17 +26,38 @@ from .training import (State, build_model, build_optimizer, build_scheduler, cli
 VALID_FRACTION = 0.03
 
 
+def split_bounds(n: int, split: str | None) -> tuple[int, int]:
+    """Where the validation and the test documents begin. Megatron core_v0.14.0: the weights normalised
+    (datasets/blended_megatron_dataset_config.py:123 parse_and_normalize_split), each split the documents from
+    int(round(start * n)) to int(round(end * n)) of the cumulative weights (blended_megatron_dataset_builder.py:440).
+    Without --split: the last 3% validate (at least one document), none test."""
+    if split is None:
+        n_valid = max(1, int(n * VALID_FRACTION)) if n > 1 else 0
+        return n - n_valid, n
+    w = [float(x) for x in re.findall(r"[.0-9]+", split)]
+    w = (w + [0.0, 0.0, 0.0])[:3]
+    if sum(w) <= 0:
+        raise TrainerError(f"--split {split}: the weights must not all be 0")
+    w = [x / sum(w) for x in w]
+    return int(round(w[0] * n)), int(round((w[0] + w[1]) * n))
+
+
 class PretrainData:
-    def __init__(self, path: str, seq_length: int, seed: int):
+    def __init__(self, path: str, seq_length: int, seed: int, split: str | None = None):
         try:
             rows = data_mod.read_jsonl(path, ["text"])
         except (OSError, ValueError) as e:
             raise TrainerError(str(e)) from None
         tok = Tokenizer()
-        n_valid = max(1, int(len(rows) * VALID_FRACTION)) if len(rows) > 1 else 0
+        valid_at, test_at = split_bounds(len(rows), split)
         self.seq, self.seed = seq_length, seed
-        self.train = self._stream(tok, rows[:len(rows) - n_valid])
-        self.valid = self._stream(tok, rows[len(rows) - n_valid:]) if n_valid else self.train
+        self.train = self._stream(tok, rows[:valid_at])
+        if len(self.train) == 0:
+            raise TrainerError(f"{path}: --split {split} leaves no document to train on")
+        self.valid = self._stream(tok, rows[valid_at:test_at]) if test_at > valid_at else None
+        self.test = self._stream(tok, rows[test_at:]) if len(rows) > test_at else None
+        if split is None and self.valid is None:
+            self.valid = self.train  # one document: it validates too, as before --split
         self.num_samples = (len(self.train) - 1) // seq_length
         if self.num_samples < 1:
             raise TrainerError(f"{path}: not enough text for one sample of --seq-length {seq_length}")
@@ -55,11 +81,13 @@ class PretrainData:
     def batch(self, start: int, n: int) -> torch.Tensor:
         return torch.stack([self.sample(k) for k in range(start, start + n)])
 
-    def valid_batches(self, n_batches: int, mbs: int):
-        n = max(1, (len(self.valid) - 1) // self.seq)
+    def valid_batches(self, n_batches: int, mbs: int, stream=None):
+        """The first n_batches batches of a held-out split (the validation one unless given)."""
+        stream = self.valid if stream is None else stream
+        n = max(1, (len(stream) - 1) // self.seq)
         for b in range(n_batches):
             idx = [(b * mbs + i) % n for i in range(mbs)]
-            yield torch.stack([self.valid[j * self.seq:j * self.seq + self.seq + 1] for j in idx])
+            yield torch.stack([stream[j * self.seq:j * self.seq + self.seq + 1] for j in idx])
 
 
 def lm_loss(model, batch, device):
@@ -81,7 +109,7 @@ def flops_per_sample(cfg, seq):
 def run(args, device):
     seed_all(args.seed)
     prec = precision_from_args(args)
-    data = PretrainData(args.data_path, args.seq_length, args.seed)
+    data = PretrainData(args.data_path, args.seq_length, args.seed, args.split)
     cfg = model_config_from_args(args)
     if args.seq_length > cfg.max_position_embeddings:
         raise TrainerError("--seq-length must not exceed --max-position-embeddings")
@@ -135,12 +163,23 @@ def run(args, device):
         scheduler.step(gbs)
         return {"loss": total, "grad_norm": norm, "samples": gbs}
 
-    def evaluate(iteration):
+    def evaluate(prefix, stream=None):
         model.eval()
         with torch.no_grad():
-            losses = [float(lm_loss(model, b, device)) for b in data.valid_batches(args.eval_iters, mbs)]
-        log(validation_log(iteration, sum(losses) / len(losses)))
+            losses = [float(lm_loss(model, b, device)) for b in data.valid_batches(args.eval_iters, mbs, stream)]
+        log(validation_log(prefix, sum(losses) / len(losses)))
 
-    return train_loop(args, "pretrain", state, args.train_iters, gbs, model, optimizer, scheduler, step,
-                      flops_per_sample(cfg, args.seq_length), on_eval=evaluate,
-                      resumed_in_save_dir=it is not None and not args.finetune and same_dir(args.load, args.save))
+    def periodic(iteration):
+        if data.valid is not None:
+            evaluate(f"iteration {iteration}")
+
+    end = train_loop(args, "pretrain", state, args.train_iters, gbs, model, optimizer, scheduler, step,
+                     flops_per_sample(cfg, args.seq_length), on_eval=periodic,
+                     resumed_in_save_dir=it is not None and not args.finetune and same_dir(args.load, args.save))
+    # Megatron's pretrain() after train() (training.py:746–775): the end of training, never an early exit.
+    if end == "done":
+        if data.valid is not None:
+            evaluate(f"iteration {state.iteration} on validation set")
+        if data.test is not None:
+            evaluate(f"iteration {state.iteration} on test set", data.test)
+    return end

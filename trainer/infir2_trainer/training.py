@@ -250,8 +250,8 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
     # a run resumed from its own save dir already has its current iteration on disk: a rerun after completion
     # trains nothing and rewrites nothing
     last_saved = state.iteration if resumed_in_save_dir else None
-    acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0}
-    total_nan = 0
+    # Per --log-interval, reset after each line as Megatron resets them (training.py:1579–1581).
+    acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0, "nan": 0}
 
     def save():
         nonlocal last_saved
@@ -267,7 +267,7 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
         state.consumed += out.get("samples", gbs)
         dt = time.time() - t0
         if out.get("nan"):
-            total_nan += 1
+            acc["nan"] += 1
             acc["skipped"] += 1
         else:
             acc["loss"] += out["loss"]
@@ -282,8 +282,8 @@ def train_loop(args, stage: str, state: State, train_iters: int, gbs: int, model
             reward = acc["reward"] / max(acc["n"], 1) if out.get("reward") is not None else None
             log(training_log(state.iteration, train_iters, state.consumed, elapsed * 1000.0, tflops,
                              optimizer.param_groups[0]["lr"], gbs, {"lm loss": loss}, out.get("grad_norm"),
-                             acc["skipped"], total_nan, reward=reward))
-            acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0}
+                             acc["skipped"], acc["nan"], reward=reward))
+            acc = {"loss": 0.0, "reward": 0.0, "n": 0, "time": 0.0, "skipped": 0, "nan": 0}
             if on_cuda and not memory_reported:
                 log(memory_log(state.iteration))
                 memory_reported = True

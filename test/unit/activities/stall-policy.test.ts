@@ -4,7 +4,7 @@
  * 5–60 s not killed) and the rules behind them.
  */
 import { describe, expect, it } from 'vitest';
-import type { ProgressEvent } from '../../../src/activities/progress-parsers.js';
+import type { ProgressEvent } from '../../../src/engine-logs/progress-parsers.js';
 import { fixedStallSpec, MIN_GAPS, newRhythm, observe, quantile, rhythmLimitSec, saveAllowanceSec, stallLimit, type Rhythm } from '../../../src/activities/stall-policy.js';
 import { describeStallSpec, shortDuration } from '../../../src/plan/stall-words.js';
 import type { StallSpec } from '../../../src/plan/types.js';

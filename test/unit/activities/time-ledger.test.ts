@@ -3,7 +3,7 @@
  * of an attempt lands in one named category, and the categories add up to the attempt's wall-clock time.
  */
 import { describe, expect, it } from 'vitest';
-import type { ProgressEvent } from '../../../src/activities/progress-parsers.js';
+import type { ProgressEvent } from '../../../src/engine-logs/progress-parsers.js';
 import { launched, newAttemptTime, observeTime } from '../../../src/activities/time-ledger.js';
 import { closeAttempt, totalSec, type AttemptTime } from '../../../src/plan/goodput.js';
 

@@ -21,9 +21,11 @@ const MAY_IMPORT: Record<string, string[]> = {
   docs: ['recipe', 'backends'],
   rundir: ['util'],
   workflows: [], // and `import type` from activities (the activity signatures), nothing else
-  activities: ['util', 'rundir', 'report'],
-  // The report reads logs with the supervisor's own (pure) parsers and shows scores as the status views do.
-  report: ['util', 'rundir', 'activities/progress-parsers.ts', 'workflows/step-figures.ts', 'plan/parity.ts'],
+  // What the engines print, read line by line: shared by the supervisor (activities) and the report, pure.
+  'engine-logs': [],
+  activities: ['util', 'rundir', 'report', 'engine-logs'],
+  // The report reads logs with the supervisor's own parsers (engine-logs) and shows scores as the status views do.
+  report: ['util', 'rundir', 'engine-logs', 'workflows/step-figures.ts', 'plan/parity.ts'],
   temporal: ['util', 'workflows/definitions.ts'],
   workers: ['util', 'activities', 'temporal', 'workflows'],
   cli: ['*'],
@@ -112,6 +114,8 @@ describe('layers (docs/architecture.md)', () => {
     expect(violation(edge('workflows/recipe-run.ts', null, 'node:fs'))).toMatch(/a workflow imports node:fs/);
     expect(violation(edge('backends/megatron.ts', 'plan/compile.ts'))).toMatch(/backends may not import plan/);
     expect(violation(edge('plan/types.ts', 'recipe/schema.ts', '', true))).toMatch(/leaf/);
+    expect(violation(edge('report/step-series.ts', 'activities/supervise.ts'))).toMatch(/report may not import activities/);
+    expect(violation(edge('engine-logs/progress-parsers.ts', 'report/curve.ts'))).toMatch(/engine-logs may not import report/);
   });
 
   it('reads type-only imports, re-exports and lazy imports', () => {

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EVALSCOPE_REPORT_V1 } from '../../fixtures/engine-logs.js';
 
 const RUNNER = fileURLToPath(new URL('../../../src/backends/tools/evalscope-runner.sh', import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'infir2-evalrunner-'));
@@ -36,7 +37,7 @@ fi
 exec /usr/bin/python3 "$@"
 `;
 
-/** `evalscope eval ... --work-dir W --datasets D`: a report, a failure or a hang, per FAKE_EVALSCOPE. */
+/** `evalscope eval ... --work-dir W --datasets D`: a report (v1.0.0's file, where v1.0.0 puts it), a failure or a hang, per FAKE_EVALSCOPE. */
 const FAKE_EVALSCOPE = `#!/usr/bin/env bash
 while [[ $# -gt 0 ]]; do
   case "$1" in --work-dir) work=$2 ;; --datasets) ds=$2 ;; --generation-config) gen=$2 ;; esac; shift
@@ -47,7 +48,7 @@ case "\${FAKE_EVALSCOPE:-ok}" in
   hang) echo $$ > "$FAKE_STATE/evalscope.pid"; exec sleep 300 ;;
 esac
 mkdir -p "$work/20250101_000000/reports/served"
-echo '{"name": "served@'"$ds"'", "score": 0.4375, "metrics": []}' > "$work/20250101_000000/reports/served/$ds.json"
+cp "$FAKE_REPORT" "$work/20250101_000000/reports/served/$ds.json"
 `;
 
 function freePort(): Promise<number> {
@@ -95,7 +96,7 @@ async function runRunner(env: Record<string, string>, opts: { readyTimeout?: num
     '--generation-config', '{"do_sample": true, "temperature": 0.65, "top_p": 0.95, "max_tokens": 31000, "n": 32}',
     '--eval-batch-size', '32', '--timeout', '18000', '--api-key', 'EMPTY', '--report', report,
   ];
-  const child = spawn('bash', args, { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, FAKE_STATE: state, ...env } });
+  const child = spawn('bash', args, { env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, FAKE_STATE: state, FAKE_REPORT: join(tmp, 'report-v1.0.0.json'), ...env } });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += String(d)));
   child.stdout.on('data', () => undefined);
@@ -110,6 +111,8 @@ beforeAll(() => {
   writeFileSync(join(bin, 'evalscope'), FAKE_EVALSCOPE);
   chmodSync(join(bin, 'python3'), 0o755);
   chmodSync(join(bin, 'evalscope'), 0o755);
+  // What evalscope v1.0.0 writes (report/report.py Report.to_dict), at the layout of its run.py and cache.py.
+  writeFileSync(join(tmp, 'report-v1.0.0.json'), JSON.stringify(EVALSCOPE_REPORT_V1, null, 4));
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 

@@ -15,7 +15,7 @@ const README_OPTIONS: Record<string, string[]> = {
   pretrain: [
     '--data-path', '--num-layers', '--hidden-size', '--ffn-hidden-size', '--num-attention-heads', '--num-query-groups', '--seq-length',
     '--max-position-embeddings', '--rotary-base', '--norm-epsilon', '--untie-embeddings-and-output-weights', '--micro-batch-size',
-    '--global-batch-size', '--train-iters', '--exit-interval', '--save-interval', '--log-interval', '--eval-interval', '--eval-iters',
+    '--global-batch-size', '--train-iters', '--exit-interval', '--save-interval', '--log-interval', '--eval-interval', '--eval-iters', '--split',
     '--load', '--save', '--ckpt-step', '--pretrained-checkpoint', '--no-load-optim', '--no-load-rng', '--override-opt_param-scheduler',
     '--exit-on-missing-checkpoint', '--finetune', '--lr', '--min-lr', '--lr-decay-style', '--lr-warmup-iters', '--lr-wsd-decay-iters',
     '--lr-wsd-decay-style', '--weight-decay', '--adam-beta1', '--adam-beta2', '--clip-grad', '--init-method-std', '--seed', ...PRECISION,

@@ -69,7 +69,7 @@ describe('report of a 7B-style Megatron + slime run', () => {
     const stable = data.steps.find((s) => s.id === 'cpt.stable')!.series!;
     const lines = logged('cpt.stable', /iteration\s+150\/.*lm loss: (\S+) \|/);
     expect(lines).toHaveLength(2); // before the crash and after the resume
-    expect(stable.loss.find((p) => p.x === 150)!.y).toBe(lines[1]);
+    expect(stable.loss.yAt(150)).toBe(lines[1]);
     expect(JSON.stringify(loss.option)).toContain('warmup ends (40)');
     expect(JSON.stringify(loss.option)).toContain('stable ends (320)');
     const lr = data.steps.find((s) => s.id === 'cpt.decay')!.series!.lr;
@@ -88,8 +88,8 @@ describe('report of a 7B-style Megatron + slime run', () => {
     expect(opt).toContain('stage1: ≤ 8192 tokens');
     expect(opt).toContain('stage2: ≤ 16384 tokens');
     const s2 = data.steps.find((s) => s.id === 'rl.stage2')!.series!;
-    expect(s2.reward.map((p) => p.y)).toEqual(logged('rl.stage2', /rollout \d+: \{'rollout\/raw_reward': ([\d.]+)/));
-    expect(s2.responseLength.map((p) => p.y)).toEqual(logged('rl.stage2', /'rollout\/response_lengths': ([\d.]+)/));
+    expect(s2.reward.values()).toEqual(logged('rl.stage2', /rollout \d+: \{'rollout\/raw_reward': ([\d.]+)/));
+    expect(s2.responseLength.values()).toEqual(logged('rl.stage2', /'rollout\/response_lengths': ([\d.]+)/));
   });
 
   it('writes one self-contained page whose tables hold the logged and recorded figures, and a PNG per chart', () => {

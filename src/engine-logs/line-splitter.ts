@@ -20,9 +20,14 @@ export class LineSplitter {
   /** Characters of the current line dropped past the cap. */
   private dropped = 0;
 
+  /**
+   * `keepLog: false` for a reader of a log already written (the report): push() then returns '' instead of a
+   * copy of every chunk.
+   */
   constructor(
     private readonly onLine: (line: string) => void,
     private readonly maxLine = MAX_LINE,
+    private readonly keepLog = true,
   ) {}
 
   /** Feed a chunk; returns the text for the log: the chunk, less what a cut line drops, plus the cut's marker. */
@@ -32,12 +37,13 @@ export class LineSplitter {
     let start = 0;
     BREAK.lastIndex = 0;
     for (let m = BREAK.exec(text); m; m = BREAK.exec(text)) {
-      log += this.take(text.slice(start, m.index));
-      log += this.endLine() + m[0];
+      const kept = this.take(text.slice(start, m.index));
+      const note = this.endLine();
+      if (this.keepLog) log += kept + note + m[0];
       start = m.index + m[0].length;
     }
-    log += this.take(text.slice(start));
-    return log;
+    const rest = this.take(text.slice(start));
+    return this.keepLog ? log + rest : '';
   }
 
   /** The last line, if the output ended without a newline. */

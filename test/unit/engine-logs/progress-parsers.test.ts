@@ -3,7 +3,7 @@
  * and lifecycle lines, slime's dict lines behind Ray's actor prefix, evalscope/tqdm bars, and noise.
  */
 import { describe, expect, it } from 'vitest';
-import { parseEvalscopeLine, parseMegatronLine, parserFor, slimeParser, type ProgressEvent } from '../../../src/activities/progress-parsers.js';
+import { parseEvalscopeLine, parseMegatronLine, parserFor, slimeParser, type ProgressEvent } from '../../../src/engine-logs/progress-parsers.js';
 
 // The example line of §3.5, verbatim.
 const EXAMPLE =

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LineSplitter } from '../../../src/activities/line-splitter.js';
+import { LineSplitter } from '../../../src/engine-logs/line-splitter.js';
 
 function split(chunks: (string | Buffer)[], maxLine = 100) {
   const lines: string[] = [];
