@@ -88,10 +88,11 @@ export function observe(spec: StallSpec, r: Rhythm, ev: ProgressEvent, now: numb
     r.lastAdvance = now;
   }
   if (ev.iteration !== undefined && ev.iteration !== r.lastIteration) {
-    // The gap that just ended counts only if it was plain training, and only between consecutive iterations
-    // (a resume or a skipped line is not a rhythm).
+    // The gap that just ended counts only if it was plain training, and only going forward (a resume starts over
+    // from its load). The gap is the one between progress lines, whatever iterations it covers: with
+    // `--log-interval 10` a trainer is silent ten iterations at a time, and that silence is what the limit holds.
     const plain = r.phase === 'training' || (r.phase === 'startup' && r.lastIteration !== null && !r.loading);
-    if (plain && r.lastIterationAt !== null && r.lastIteration !== null && ev.iteration === r.lastIteration + 1) {
+    if (plain && r.lastIterationAt !== null && r.lastIteration !== null && ev.iteration > r.lastIteration) {
       r.gaps.push((now - r.lastIterationAt) / 1000);
       if (r.gaps.length > GAP_WINDOW) r.gaps.shift();
     }

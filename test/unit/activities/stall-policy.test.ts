@@ -169,9 +169,19 @@ describe('the phases', () => {
     expect(stallLimit(spec, r).phase).toBe('training');
   });
 
-  it('a resume (a jump in iterations) is not a gap', () => {
+  it('with --log-interval 10 the rhythm is the gap between printed lines: it is learned, not stuck at startup', () => {
     const r = newRhythm(0);
-    for (const [k, t] of [[1, 1], [2, 2], [50, 3], [51, 4]]) observe(TRAIN, r, { iteration: k! }, t! * 1000);
+    // 0.5 s iterations printed every 10: a line every 5 s (issue 34: "stall limit 5m (startup)" at 360/480).
+    for (let k = 10; k <= 60; k += 10) observe(TRAIN, r, { iteration: k }, k * 500);
+    expect(stallLimit(TRAIN, r)).toEqual({ phase: 'training', limitSec: 50 });
+  });
+
+  it('a resume (a checkpoint load, then a jump in iterations) is not a gap', () => {
+    const r = newRhythm(0);
+    observe(TRAIN, r, { iteration: 1 }, 1000);
+    observe(TRAIN, r, { iteration: 2 }, 2000);
+    observe(TRAIN, r, { loadingCheckpoint: true }, 2500);
+    for (const [k, t] of [[50, 30], [51, 31]]) observe(TRAIN, r, { iteration: k! }, t! * 1000);
     expect(r.gaps).toEqual([1, 1]);
   });
 
