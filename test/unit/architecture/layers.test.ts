@@ -21,7 +21,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   docs: ['recipe', 'backends'],
   rundir: ['util'],
   workflows: [], // and `import type` from activities (the activity signatures), nothing else
-  activities: ['util', 'rundir', 'report'],
+  activities: ['util', 'rundir', 'report', 'preflight'],
+  // The preflight reads the recipe's pins and known-bad table; the worker's phase and `doctor` run it.
+  preflight: ['util', 'rundir', 'recipe'],
   // The report reads logs with the supervisor's own (pure) parsers and shows scores as the status views do.
   report: ['util', 'rundir', 'activities/progress-parsers.ts', 'workflows/step-figures.ts', 'plan/parity.ts'],
   temporal: ['util', 'workflows/definitions.ts'],
