@@ -22,7 +22,7 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
   doctor: {
     load: () => import('./doctor.js'),
     usage: 'doctor [<recipe>] [--pool NAME] [--set key=value]... [--python PY] [--json]',
-    help: "the preflight of a recipe's steps from this node (versions, known-bad combinations, GPUs, disk, paths)",
+    help: "check this node for a recipe's steps: versions, known-bad combinations, GPUs, disk, paths",
   },
   plan: {
     load: () => import('./plan.js'),

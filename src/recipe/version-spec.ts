@@ -75,12 +75,14 @@ const CLAUSE_RE = /^(==|!=|>=|<=|>|<)?\s*(.+)$/;
 /** The requirement's clauses, or the reason it is not one (the schema's message). */
 export function parseRequirement(text: string): Clause[] | string {
   const parts = text.split(',').map((p) => p.trim());
-  if (!text.trim() || parts.some((p) => !p)) return `'${text}' is not a version requirement: expected clauses like '>=2.4, <2.8', '==2.7.4.post1' or '@3cd6870', joined by commas`;
+  if (!text.trim() || parts.some((p) => !p)) return `not a version requirement: expected clauses like '>=2.4, <2.8', '==2.7.4.post1' or '@3cd6870', joined by commas`;
   const out: Clause[] = [];
+  // The caller shows the whole value: a clause is named only when there are several.
+  const which = (p: string) => (parts.length > 1 ? `'${p}': ` : '');
   for (const p of parts) {
     if (p.startsWith('@')) {
       const commit = p.slice(1).toLowerCase();
-      if (!/^[0-9a-f]{4,40}$/.test(commit)) return `'${p}': expected @ and a commit (4 to 40 hex digits)`;
+      if (!/^[0-9a-f]{4,40}$/.test(commit)) return `${which(p)}expected @ and a commit (4 to 40 hex digits)`;
       out.push({ kind: 'commit', commit, text: p });
       continue;
     }
@@ -89,11 +91,11 @@ export function parseRequirement(text: string): Clause[] | string {
     let v = m[2]!.trim();
     const prefix = v.endsWith('.*');
     if (prefix) {
-      if (op !== '==' && op !== '!=') return `'${p}': a '.*' prefix goes with == or != only`;
+      if (op !== '==' && op !== '!=') return `${which(p)}a '.*' prefix goes with == or != only`;
       v = v.slice(0, -2);
     }
     const version = parseVersion(v);
-    if (!version || (prefix && (version.pre || version.post !== null || version.dev !== null || version.local))) return `'${p}': '${v}' is not a version (expected e.g. 2.4.0, 2.7.4.post1, 12.9)`;
+    if (!version || (prefix && (version.pre || version.post !== null || version.dev !== null || version.local))) return `${which(p)}'${v}' is not a version (expected e.g. 2.4.0, 2.7.4.post1, 12.9)`;
     out.push({ kind: 'version', op, version, text: p, prefix });
   }
   return out;
