@@ -92,6 +92,6 @@ describe('software.versions and software.skipChecks', () => {
     expect(unknown).toHaveLength(1);
     expect(unknown[0]).toMatch(/^software\.skipChecks\.0\.check: unknown check 'nump': expected one of torch, transformerEngine, numpy, .*numpy2-megatron-np-product/);
     expect(await errors(['software.skipChecks=[{check: numpy, why: " "}]'])).toEqual(["software.skipChecks.0.why: say why the check is off, got ''"]);
-    expect((await errors(['software.versions.tensorflow=">=2"']))[0]).toMatch(/^software\.versions: unknown key 'tensorflow'/);
+    expect((await errors(['software.versions.tensorflow=">=2"']))[0]).toMatch(/^software\.versions\.tensorflow: unknown key; expected one of: torch, transformerEngine, numpy/);
   });
 });
