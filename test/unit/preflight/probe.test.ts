@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PreflightSpec } from '../../../src/plan/types.js';
-import { rowLine } from '../../../src/preflight/checks.js';
+import { rowLine, type CheckRow } from '../../../src/preflight/checks.js';
 import { preflight } from '../../../src/preflight/preflight.js';
 import { runProbe, scriptInterpreter } from '../../../src/preflight/run-probe.js';
 import { bareVenv, brokenPackage, megatronCheckout, NUMPY2_STANDIN } from '../../fixtures/preflight-trees.js';
@@ -24,7 +24,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const spec = (o: Partial<PreflightSpec> = {}): PreflightSpec => ({
   launch: [], python: PYTHON, env: {}, pythonPath: [], needs: ['torch'], uses: [], versions: {}, skip: [], traits: [], gpus: 0, reads: {}, saves: null, ...o,
 });
-const fails = (rows: { verdict: string }[]) => rows.filter((r) => r.verdict === 'fail');
+const fails = (rows: CheckRow[]) => rows.filter((r) => r.verdict === 'fail');
 
 describe('the probe', () => {
   it("passes this project's CPU environment: Debian's torch, a readable input, room on the disk", async () => {
