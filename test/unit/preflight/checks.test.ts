@@ -3,6 +3,8 @@
  * (each one made to fire from the facts it names), GPUs, disk, skips and several nodes. The reports are what the
  * probe prints (probe-report.ts); probe.test.ts shows the probe producing such reports from real environments.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { PreflightSpec } from '../../../src/plan/types.js';
 import { checkNode, checkNodes, rowLine, type NodeFacts } from '../../../src/preflight/checks.js';
@@ -45,6 +47,11 @@ describe('the known-bad table', () => {
         if (!m[1]) expect(PINNABLE as readonly string[], `${k.id}: {${m[2]}}`).toContain(m[2]);
       }
     }
+  });
+
+  it('is listed whole in docs/operations.md', () => {
+    const page = readFileSync(join(import.meta.dirname, '../../../docs/operations.md'), 'utf8');
+    for (const k of KNOWN_BAD) expect(page, k.id).toContain(`| \`${k.id}\` | ${k.level} |`);
   });
 
   it('NumPy ≥ 2 with a Megatron that calls np.product: a failure naming both, the line and the fix', () => {
