@@ -9,7 +9,7 @@
  * As root, `up` runs without the capabilities that let root read any file, so that an unreadable input is one.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, ROOT } from '../test/integration/harness.js';
@@ -27,10 +27,10 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `infir2 run tiny --run-id ID --set …`: seconds until `line` is in the step's log, and until `run` exits. */
-async function timeRun(id: string, sets: string[], line: RegExp, cancel = false): Promise<{ line: number; exit: number | null }> {
-  const log = join(runs, id, 'logs', 'cpt.warmup.log');
+async function timeRun(id: string, sets: string[], line: RegExp, cancel = false, runDir = runs): Promise<{ line: number; exit: number | null }> {
+  const log = join(runDir, id, 'logs', 'cpt.warmup.log');
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, 'run', 'tiny', '--run-id', id, '--set', `runDir=${runs}`, ...sets.flatMap((s) => ['--set', s])], { env, stdio: 'ignore' });
+  const child = spawn(process.execPath, [CLI, 'run', 'tiny', '--run-id', id, '--set', `runDir=${runDir}`, ...sets.flatMap((s) => ['--set', s])], { env, stdio: 'ignore' });
   const exited = new Promise<number>((r) => child.on('exit', () => r(performance.now())));
   let seen: number | null = null;
   while (seen === null) {
@@ -54,33 +54,31 @@ const unreadable = join(dir, 'cpt-unreadable.jsonl');
 writeFileSync(unreadable, readFileSync(join(ROOT, 'trainer', 'data', 'cpt.jsonl')));
 chmodSync(unreadable, 0o000);
 
-/** A filled tmpfs on the checkpoint root of run `id`; false where this process may not mount one. */
-function fullDisk(id: string): boolean {
-  const at = join(runs, id, 'cpt');
+/**
+ * The runs of the full-disk case live on a 2 MB tmpfs filled up to its last 256 kB: room for the run's files
+ * (`run` refuses a run directory it cannot write), not for one checkpoint of the tiny model (~1.3 MB). null
+ * where this process may not mount one.
+ */
+function fullDisk(i: number): string | null {
+  const at = join(dir, `full-runs-${i}`);
   mkdirSync(at, { recursive: true });
   try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k', 'tmpfs', at], { stdio: 'ignore' });
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', at], { stdio: 'ignore' });
   } catch {
-    return false;
+    return null;
   }
-  const fd = openSync(join(at, 'filler'), 'w');
-  try {
-    for (;;) writeSync(fd, Buffer.alloc(4096, 1));
-  } catch {
-    /* full */
-  }
-  closeSync(fd);
-  return true;
+  writeFileSync(join(at, 'filler'), Buffer.alloc(2 * 1024 * 1024 - 256 * 1024, 1));
+  return at;
 }
 
-const cases: { name: string; sets: (id: string) => string[]; before?: (id: string) => boolean; line?: RegExp; cancel?: boolean }[] = [
+const cases: { name: string; sets: (id: string) => string[]; runDir?: (i: number) => string | null; line?: RegExp; cancel?: boolean }[] = [
   {
     name: 'NumPy 2 + Megatron core_v0.14.0',
     sets: () => [...megatron, `cpt.env={PYTHONPATH: "${meg.dir}:${NUMPY2_STANDIN}"}`, `software.skipChecks=[${noGpu}, {check: transformerEngine, why: "stand-in"}]`],
   },
   { name: 'missing package (TransformerEngine, Megatron step)', sets: () => [...megatron, `software.skipChecks=[${noGpu}]`] },
   { name: 'wrong pin (torch >=2.4)', sets: () => ['software.versions.torch=">=2.4"'] },
-  { name: 'full disk (filled tmpfs)', sets: () => [], before: fullDisk },
+  { name: 'full disk (a tmpfs with 256 kB left)', sets: () => [], runDir: fullDisk },
   { name: 'unreadable input', sets: () => [`cpt.data=${unreadable}`] },
   { name: 'passes (to the preflight summary)', sets: () => [], line: /\] attempt 1 preflight: \d+ passed/, cancel: true },
 ];
@@ -96,13 +94,15 @@ try {
     const lines: number[] = [];
     const exits: number[] = [];
     for (let i = 0; i < 3; i++) {
-      const id = `${c.name.split(' ')[0]!.toLowerCase().replace(/[^a-z0-9]/g, '')}-${i}`;
-      if (c.before && !c.before(id)) {
+      // A run of the full-disk case fills its own tmpfs (the run's files take the room left).
+      const runDir = c.runDir ? c.runDir(i) : runs;
+      if (runDir === null) {
         console.log(`| ${c.name} | not measured: cannot mount a tmpfs here | | |`);
         break;
       }
-      if (c.before) mounts.push(join(runs, id, 'cpt'));
-      const t = await timeRun(id, c.sets(id), c.line ?? FAIL, c.cancel);
+      if (c.runDir) mounts.push(runDir);
+      const id = `${c.name.split(' ')[0]!.toLowerCase().replace(/[^a-z0-9]/g, '')}-${i}`;
+      const t = await timeRun(id, c.sets(id), c.line ?? FAIL, c.cancel, runDir);
       lines.push(t.line);
       if (t.exit !== null) exits.push(t.exit);
     }

@@ -117,7 +117,12 @@ export async function runProbe(spec: PreflightSpec, o: ProbeOptions = {}): Promi
   const argv = [...launch, python, join(projectRoot(), PROBE), '--spec', JSON.stringify(probeSpec(spec, o.importTimeoutSec ?? IMPORT_TIMEOUT_SEC, o.askGpu ?? false))];
   const [file, ...args] = argv;
   const child = execa(file!, args, { cwd: o.cwd, env, extendEnv: false, detached: true, cleanup: false, stdin: 'ignore', all: true, reject: false, ...(o.signal ? { cancelSignal: o.signal } : {}) });
-  const timer = setTimeout(() => child.pid && void terminateGroup(child.pid, 2_000), o.timeoutMs ?? PROBE_TIMEOUT_MS);
+  const timeoutMs = o.timeoutMs ?? PROBE_TIMEOUT_MS;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    if (child.pid) void terminateGroup(child.pid, 2_000);
+  }, timeoutMs);
   let r;
   try {
     r = await child;
@@ -138,7 +143,13 @@ export async function runProbe(spec: PreflightSpec, o: ProbeOptions = {}): Promi
   const problems: string[] = [];
   const want = o.nodes ?? 1;
   if (nodes.length < want) {
-    const why = r.isCanceled ? 'cancelled' : r.timedOut || (r.signal && Date.now() - t0 >= (o.timeoutMs ?? PROBE_TIMEOUT_MS)) ? `no answer in ${Math.round((o.timeoutMs ?? PROBE_TIMEOUT_MS) / 1000)} s` : r.failed && r.exitCode === undefined ? `${file} could not start: ${r.shortMessage}` : `exit ${r.exitCode ?? r.signal}`;
+    const why = r.isCanceled
+      ? 'cancelled'
+      : timedOut
+        ? `no answer in ${Math.round(timeoutMs / 1000)} s`
+        : r.exitCode === undefined && !r.signal
+          ? `${file} could not start: ${r.shortMessage}`
+          : `exit ${r.exitCode ?? r.signal}`;
     const said = other.slice(-3).join(' | ');
     problems.push(`${want > 1 ? `${nodes.length} of ${want} nodes answered` : 'no answer'}: ${python} (${why})${said ? `: ${said}` : ''}`);
   }

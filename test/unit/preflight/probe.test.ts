@@ -3,6 +3,7 @@
  * files, the NumPy 2 stand-in, a virtualenv without torch, packages that raise, hang or crash the interpreter on
  * import, an unreadable file, a missing path. What it reports is checked through the same code the worker runs.
  */
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -110,6 +111,17 @@ describe('the probe', () => {
   it('names an interpreter that does not exist', async () => {
     const r = await preflight(spec({ python: join(dir, 'no-such-python') }));
     expect(fails(r.rows).map(rowLine)[0]).toMatch(/^python: no answer: .*no-such-python \(.*could not start/);
+  }, 30_000);
+
+  it('bounds the whole probe in time, and leaves nothing of it running', async () => {
+    // A launcher that never starts the probe (an srun waiting for nodes that never come).
+    const marker = `infir2-probe-never-${process.pid}`;
+    const t0 = Date.now();
+    const r = await preflight(spec({ launch: ['bash', '-c', `exec -a ${marker} sleep 60`, 'bash'] }), { timeoutMs: 1500 });
+    expect((Date.now() - t0) / 1000).toBeLessThan(10);
+    expect(fails(r.rows).map(rowLine)[0]).toMatch(/^python: no answer: \/usr\/bin\/python3 \(no answer in 2 s\)/);
+    const left = execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n').filter((l) => l.startsWith(marker));
+    expect(left).toEqual([]);
   }, 30_000);
 
   it('keeps import results per fingerprint: a second probe of the same environment imports nothing', async () => {
