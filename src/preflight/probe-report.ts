@@ -59,26 +59,39 @@ function asReport(x: unknown): ProbeReport | null {
   return x as unknown as ProbeReport;
 }
 
+const CHUNK_RE = /^(\S+) (\d+) (\d+) ([A-Za-z0-9+/=]*)$/;
+
 /**
- * The reports in a probe's output: one per `INFIR2-PREFLIGHT` line (srun's `--label` puts `N: ` before each
- * node's), and the lines that were nothing else, for the failure's message.
+ * The reports in a probe's output, each sent as base64 in numbered lines `INFIR2-PREFLIGHT <token> <i> <n>
+ * <chunk>` (srun cuts a task's long lines into pieces and puts its `--label` before each: measured on Slurm
+ * 22.05), put together by token; and the lines that were nothing else, for the failure's message.
  */
 export function parseReports(output: string): { reports: ProbeReport[]; other: string[] } {
-  const reports: ProbeReport[] = [];
+  const parts = new Map<string, { n: number; chunks: Map<number, string> }>();
   const other: string[] = [];
   for (const line of output.split('\n')) {
     const at = line.indexOf(MARKER);
-    if (at < 0) {
+    const m = at < 0 ? null : CHUNK_RE.exec(line.slice(at + MARKER.length).trim());
+    if (!m) {
       if (line.trim()) other.push(line.trim());
       continue;
     }
+    const [, token, i, n, chunk] = m as unknown as [string, string, string, string, string];
+    const p = parts.get(token) ?? { n: Number(n), chunks: new Map<number, string>() };
+    p.chunks.set(Number(i), chunk);
+    parts.set(token, p);
+  }
+  const reports: ProbeReport[] = [];
+  for (const [token, p] of parts) {
+    const whole = p.chunks.size === p.n ? Array.from({ length: p.n }, (_, i) => p.chunks.get(i)) : null;
+    let r: ProbeReport | null = null;
     try {
-      const r = asReport(JSON.parse(line.slice(at + MARKER.length)));
-      if (r) reports.push(r);
-      else other.push(`an unreadable report: ${line.slice(0, 200)}`);
+      if (whole && whole.every((c) => c !== undefined)) r = asReport(JSON.parse(Buffer.from(whole.join(''), 'base64').toString('utf8')));
     } catch {
-      other.push(`an unreadable report: ${line.slice(0, 200)}`);
+      r = null;
     }
+    if (r) reports.push(r);
+    else other.push(`an unreadable report from ${token} (${p.chunks.size} of ${p.n} parts)`);
   }
   return { reports, other };
 }

@@ -10,8 +10,10 @@ import that hangs or crashes the interpreter (a segfaulting extension) is report
 
 spec: {"imports": [keys], "paths": {role: path}, "disk": dir | null, "gpu": bool, "pythonPath": [dirs],
        "importTimeout": seconds, "cached": [fingerprints whose import results the caller holds]}
-Prints `INFIR2-PREFLIGHT <json>` (the marker finds it among srun's `--label` prefixes and stray output).
+Prints the report as base64 in short lines, `INFIR2-PREFLIGHT <token> <i> <n> <chunk>`: srun cuts long lines of
+a task's output into pieces (each with its `--label` prefix), and the marker finds the lines among stray output.
 """
+import base64
 import hashlib
 import json
 import os
@@ -23,6 +25,8 @@ import tempfile
 import time
 
 MARKER = "INFIR2-PREFLIGHT "
+# Base64 characters per line: well under the 1 KiB pieces srun was seen to cut a task's long lines into.
+CHUNK = 400
 
 # The recipe's package keys (recipe/software-checks.ts), their distributions and what importing one means.
 PACKAGES = {
@@ -451,7 +455,10 @@ def main():
     if spec.get("disk"):
         report["disk"] = disk_facts(spec["disk"])
     report["seconds"] = round(time.time() - t0, 3)
-    sys.stdout.write(MARKER + json.dumps(report) + "\n")
+    data = base64.b64encode(json.dumps(report).encode("utf-8")).decode("ascii")
+    chunks = [data[i:i + CHUNK] for i in range(0, len(data), CHUNK)] or [""]
+    token = "%s-%d-%d" % (re.sub(r"[^A-Za-z0-9.]", "", socket.gethostname()) or "node", os.getpid(), int(t0 * 1000))
+    sys.stdout.write("".join("%s%s %d %d %s\n" % (MARKER, token, i, len(chunks), c) for i, c in enumerate(chunks)))
     sys.stdout.flush()
 
 

@@ -162,13 +162,25 @@ describe('disk, skips and nodes', () => {
   });
 });
 
+/** A report as probe.py sends it: base64 in numbered lines (probe.test.ts runs the real probe). */
+function reportLines(r: ProbeReport, token: string, chunk: number): string[] {
+  const data = Buffer.from(JSON.stringify(r)).toString('base64');
+  const chunks = data.match(new RegExp(`.{1,${chunk}}`, 'g')) ?? [''];
+  return chunks.map((c, i) => `${MARKER}${token} ${i} ${chunks.length} ${c}`);
+}
+
 describe("the probe's output", () => {
-  it("takes reports from srun's labelled lines and says what else it saw", () => {
+  it("puts each node's report together from srun's labelled, interleaved lines and says what else it saw", () => {
     const r = node().report;
-    const out = `0: ${MARKER}${JSON.stringify(r)}\n1: ${MARKER}${JSON.stringify({ ...r, host: 'n2' })}\n1: Traceback: boom\n${MARKER}{"host": 1}\n`;
+    const a = reportLines(r, 'n1-1-1', 64).map((l) => `0: ${l}`);
+    const b = reportLines({ ...r, host: 'n2' }, 'n2-1-1', 64).map((l) => `1: ${l}`);
+    expect(a.length).toBeGreaterThan(3);
+    // Interleaved as two tasks' output arrives, with a stray line, and a report that lost a part.
+    const lost = reportLines({ ...r, host: 'n3' }, 'n3-1-1', 64).slice(1);
+    const out = [...a.flatMap((l, i) => [l, b[i] ?? '']), ...b.slice(a.length), '1: Traceback: boom', ...lost].join('\n');
     const parsed = parseReports(out);
     expect(parsed.reports.map((x) => x.host)).toEqual(['n1', 'n2']);
-    expect(parsed.other[0]).toBe('1: Traceback: boom');
-    expect(parsed.other[1]).toMatch(/^an unreadable report/);
+    expect(parsed.other).toEqual(['1: Traceback: boom', `an unreadable report from n3-1-1 (${lost.length} of ${lost.length + 1} parts)`]);
+    expect(parseReports(`${MARKER}{"host": "x"}`).other[0]).toBe(`${MARKER}{"host": "x"}`);
   });
 });
