@@ -56,6 +56,10 @@ function asReport(x: unknown): ProbeReport | null {
   if (!isObj(x) || typeof x.host !== 'string' || !isObj(x.python) || !isObj(x.packages) || typeof x.fingerprint !== 'string') return null;
   if (!(x.imports === 'cached' || isObj(x.imports)) || !isObj(x.paths) || !isObj(x.findings ?? {})) return null;
   for (const p of Object.values(x.packages)) if (!isObj(p) || typeof p.installed !== 'boolean' || !Array.isArray(p.commits)) return null;
+  if (isObj(x.imports)) for (const r of Object.values(x.imports)) if (!isObj(r) || typeof r.ok !== 'boolean') return null;
+  for (const p of Object.values(x.paths)) if (!isObj(p) || typeof p.ok !== 'boolean' || typeof p.path !== 'string') return null;
+  if (x.disk !== undefined && (!isObj(x.disk) || !(x.disk.free === null || typeof x.disk.free === 'number'))) return null;
+  if (x.nvidia !== undefined && (!isObj(x.nvidia) || (x.nvidia.gpus !== undefined && !(Array.isArray(x.nvidia.gpus) && x.nvidia.gpus.every((g) => isObj(g) && typeof g.name === 'string'))))) return null;
   return x as unknown as ProbeReport;
 }
 

@@ -182,5 +182,8 @@ describe("the probe's output", () => {
     expect(parsed.reports.map((x) => x.host)).toEqual(['n1', 'n2']);
     expect(parsed.other).toEqual(['1: Traceback: boom', `an unreadable report from n3-1-1 (${lost.length} of ${lost.length + 1} parts)`]);
     expect(parseReports(`${MARKER}{"host": "x"}`).other[0]).toBe(`${MARKER}{"host": "x"}`);
+    // A report of the right frame but a wrong shape is not read (a free space that is no number, say).
+    const bad = reportLines({ ...r, disk: { dir: '/d', at: '/d', free: 'lots' as unknown as number } }, 'bad-1-1', 64);
+    expect(parseReports(bad.join('\n'))).toMatchObject({ reports: [], other: [`an unreadable report from bad-1-1 (${bad.length} of ${bad.length} parts)`] });
   });
 });
