@@ -13,6 +13,7 @@ npx --no-install tsx bench/eval-overlap.ts
 npx --no-install tsx bench/report-render.ts
 # The compiled CLI on a 1 GiB step log (writes 1 GiB under $TMPDIR; `make bench` has built dist/ already).
 npx --no-install tsx bench/report-big-log.ts
+npx --no-install tsx bench/preflight.ts
 if [ -f bench/trainer_fp8_vs_bf16.py ]; then
   echo "== trainer: FP8 vs BF16 =="
   .venv/bin/python bench/trainer_fp8_vs_bf16.py

@@ -5,6 +5,8 @@
  *                   (run-identity.ts): a removed directory is never recreated empty
  *   checkInputs     a missing input, or a secret missing from the worker's environment, is a config failure,
  *                   before anything is held
+ *   preflight       the step's own interpreter and environment, on every node, against the recipe's versions and
+ *                   the known-bad combinations; room for its checkpoints, its inputs readable (preflight-phase.ts)
  *   acquire         the step's GPUs (claimed host-wide: gpu-slots.ts), then the exclusive lock on its checkpoint
  *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
@@ -38,6 +40,7 @@ import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
 import { untilServerAnswers, type ServerProbe } from './server-wait.js';
+import { preflightPhase } from './preflight-phase.js';
 import { Pruner } from './retention-runner.js';
 import { watchSchedulerJob } from './scheduler-job.js';
 import { supervise, type AttemptEnd } from './supervise.js';
@@ -84,6 +87,7 @@ export function createRunStep(opts: SupervisorOptions) {
     try {
       checkInputs(a);
       checkSecrets(a);
+      await preflightPhase(a, opts.keepAliveMs);
       await acquire(a, held, opts);
       const resumeFrom = chooseStart(a);
       // Retention applies to what is on disk from the start (a resumed or finished step included).

@@ -65,6 +65,7 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
     finishedAt: new Date().toISOString(),
     fingerprint: fingerprintOutputs(step),
     ...(progress.time ? { time: closeAttempt(progress.time, Date.now(), null) } : {}),
+    ...(progress.preflight?.length ? { preflight: progress.preflight } : {}),
   };
   const file = resultFile(runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });

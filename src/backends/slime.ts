@@ -170,6 +170,7 @@ function rayJob(s: SlimeCommon, entry: string, runtimeEnv: Record<string, string
   ];
   return {
     command: { argv: [...submit(id), ...args], env: { ...CLIENT_ENV }, cwd: s.stepDir },
+    runtimeEnv,
     resume: { argv: [...submit(id), ...args, '--start-rollout-id', '{nextIteration}'] },
     // Killing the `ray job submit` client leaves the Ray job training: stop it by its id.
     onStop: { argv: [s.software.ray, 'job', 'stop', `--address=${s.pool.rayAddress}`, id] },

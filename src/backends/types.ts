@@ -20,6 +20,8 @@ export interface StepBody {
   completion: Completion;
   inputs: PlanStep['inputs'];
   outputs: PlanStep['outputs'];
+  /** The variables its code runs with where they are not the command's own: a Ray job's runtime env (slime). */
+  runtimeEnv?: Record<string, string>;
   /** GPUs per node and nodes this step occupies. */
   gpus: number;
   nodes: number;

@@ -19,6 +19,11 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
     usage: 'validate <recipe> [--set key=value]... [--check-paths]',
     help: 'check a recipe; exit 2 with one line per problem',
   },
+  doctor: {
+    load: () => import('./doctor.js'),
+    usage: 'doctor [<recipe>] [--pool NAME] [--set key=value]... [--python PY] [--json]',
+    help: "check this node for a recipe's steps: versions, known-bad combinations, GPUs, disk, paths",
+  },
   plan: {
     load: () => import('./plan.js'),
     usage: 'plan <recipe> [--json] [--set key=value]... [--run-id ID]',

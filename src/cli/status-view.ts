@@ -59,7 +59,8 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
   // A finished step's report: its headline score (as the Web UI shows it), else its first numbers.
   const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
   const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
-  const warning = s.status === 'running' ? (p?.warning ?? '') : '';
+  // The preflight's warnings: the running attempt's, else those the step finished with.
+  const warning = [s.status === 'running' ? p?.warning : null, ...((s.status === 'running' ? p?.preflight : s.result?.preflight) ?? [])].filter(Boolean).join(' · ');
   // The limit the trainer is held to now: a hang is declared past it (activities/stall-policy.ts).
   const stall = s.status === 'running' && !waiting && p?.stallLimit ? `stall limit ${shortDuration(p.stallLimit.limitSec)} (${p.stallLimit.phase})` : '';
   // The scheduler job of the newest attempt: the id `sacct`/`scontrol` and the cluster's dashboards know it by.

@@ -16,7 +16,8 @@ import type { Arch, EvalModel, Keep, Recipe } from '../recipe/schema.js';
 import { BUILD, type BuildContext, type LocalStage } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
-import type { BackendName, CheckpointEvalSpec, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
+import { preflightSpec } from './preflight-spec.js';
+import type { BackendName, CheckpointEvalSpec, Plan, PlanStep, PreflightSpec, RetryBudgets, StallSpec, StepKind } from './types.js';
 
 export interface CompileOptions {
   /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */
@@ -77,6 +78,8 @@ class Compiler implements BuildContext {
   readonly root: string;
   readonly runId: string;
   private readonly python: string;
+  /** The checkpoints each save root's step writes, as withRetention estimates them, for its preflight. */
+  private readonly saves = new Map<string, NonNullable<PreflightSpec['saves']>>();
 
   constructor(
     readonly r: Recipe,
@@ -125,7 +128,16 @@ class Compiler implements BuildContext {
 
   /** A step: the backend's body plus what the recipe says about pools, retries, timeouts and logs. */
   private step(id: string, kind: StepKind, backend: BackendName, stage: StageLimits, dependsOn: (string | null)[], body: StepBody): PlanStep {
-    const { gpus, nodes, ...rest } = body;
+    const { gpus, nodes, runtimeEnv: _, ...rest } = body;
+    const preflight = preflightSpec({
+      r: this.r,
+      backend,
+      body,
+      localPython: this.python,
+      pool: this.poolOf(stage.pool),
+      jobName: slurmJobName(this.runId, id),
+      saves: body.checkpoint ? this.saves.get(body.checkpoint.dir) : undefined,
+    });
     // Secrets by reference: names only, filled in by the worker at launch (activities/secrets.ts).
     if (Object.keys(stage.secrets ?? {}).length) rest.command = { ...rest.command, secrets: { ...stage.secrets } };
     return {
@@ -142,6 +154,7 @@ class Compiler implements BuildContext {
       attemptTimeoutSec: stage.attemptTimeout,
       retries: { ...stage.retries, config: 0 },
       logMaxMB: this.r.logs.maxMB,
+      preflight,
     };
   }
 
@@ -184,18 +197,24 @@ class Compiler implements BuildContext {
     if (reads.length) body = { ...body, reads };
     const last = keep.last ?? null;
     const every = keep.every ?? null;
-    if (last === null && every === null) return body;
+    const params = paramCount(arch);
+    const checkpointBytes = params * BYTES_PER_PARAM_WITH_OPTIMIZER;
     const kept = [...new Set(keep.boundaries ? protect : [])].sort((a, b) => a - b);
     const saves = Math.ceil(span / saveInterval) + kept.length;
+    if (last === null && every === null) {
+      // What the preflight holds the root's free space against: every checkpoint the step saves stays.
+      this.saves.set(checkpoint.dir, { dir: checkpoint.dir, checkpointBytes, boundBytes: saves * checkpointBytes, bound: `${saves} checkpoints, all kept` });
+      return body;
+    }
     const maxKept = Math.min(saves, (last ?? 0) + (every === null ? 0 : Math.ceil(span / every)) + kept.length + 1);
     const summary = [last !== null ? `keep last ${last}` : 'keep', every !== null ? `every ${every}` : null, kept.length ? `boundaries ${kept.join(', ')}` : null]
       .filter(Boolean)
       .join(', ');
-    const params = paramCount(arch);
+    this.saves.set(checkpoint.dir, { dir: checkpoint.dir, checkpointBytes, boundBytes: maxKept * checkpointBytes, bound: `at most ${maxKept} checkpoints at once (${summary})` });
     // The last evaluation step's result file says a checkpoint's evaluation is over (writeResult's path).
     const lastEval = evals?.steps.at(-1);
     const awaitEval = evals && lastEval ? { awaitEval: { every: evals.every, marker: join(this.layout.run, 'results', `${lastEval.id}.json`) } } : {};
-    const retention = { last, every, protect: kept, summary, maxKept, checkpointBytes: { withOptimizer: params * BYTES_PER_PARAM_WITH_OPTIMIZER, weightsOnly: params * 2 }, ...awaitEval };
+    const retention = { last, every, protect: kept, summary, maxKept, checkpointBytes: { withOptimizer: checkpointBytes, weightsOnly: params * 2 }, ...awaitEval };
     return { ...body, checkpoint: { ...checkpoint, retention } };
   }
 

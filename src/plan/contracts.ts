@@ -39,6 +39,8 @@ export interface Progress {
   waiting?: Waiting | null;
   /** Set while the next checkpoint save looks like it will not fit: `next save ~4.1 GB, 2.0 GB free on …`. */
   warning?: string | null;
+  /** The preflight's warnings this attempt started with, one line each (activities/preflight-phase.ts). */
+  preflight?: string[] | null;
   /** The stall limit the trainer is held to now, and the phase it is in (activities/stall-policy.ts). */
   stallLimit?: { phase: 'startup' | 'saving' | 'evaluating' | 'training'; limitSec: number } | null;
   /** Where this attempt's time has gone so far (activities/time-ledger.ts); closed in a failure's details. */
@@ -115,6 +117,8 @@ export interface StepResult {
   fingerprint: string | null;
   /** Where the successful attempt's time went (absent in results written before the accounting). */
   time?: AttemptTime;
+  /** The preflight's warnings the successful attempt ran with. */
+  preflight?: string[];
   /** Its checkpoints' scores, evaluated while it trained (the step's final state carries them to the run). */
   evals?: CheckpointScores[];
 }

@@ -1,6 +1,6 @@
 /**
  * The recipe format, part 1: what the stages share — retry budgets, the stage fields every stage carries, the
- * model's architecture, pools, software locations, parallelism. `schema.ts` assembles the recipe; this file and
+ * model's architecture, pools, parallelism (software: schema-software.ts). `schema.ts` assembles the recipe; this file and
  * `schema-stages.ts` hold its parts. Every key's `.describe()` text is its meaning in docs/recipe-reference.md.
  */
 import { z } from 'zod';
@@ -162,30 +162,6 @@ export const pool = z
   })
   .describe('a worker pool: machines with the same GPUs and launcher, served by workers on one task queue');
 export type Pool = z.output<typeof pool>;
-
-/** Where the external software lives on the workers (the InfiR2 Docker image layout by default). */
-export const software = z
-  .strictObject({
-    megatron: path().default('/root/Megatron-LM').describe('Megatron-LM checkout (`pretrain_gpt.py`)'),
-    slime: path().default('/root/slime').describe('slime checkout (`train.py`, `train_async.py`); the Ray job\'s working directory'),
-    infir2: path().default('/root/InfiR2').describe('InfiR2 checkout: `tools/convert_torch_dist_to_hf.py`, `tools/bf16_cast_fp8.py`'),
-    python: z.string().min(1).default('python3').describe('Python that runs the tools and slime\'s entry points (looked up on `PATH` when it has no `/`)'),
-    torchrun: z.string().min(1).default('torchrun').describe('torchrun program (looked up on `PATH` when it has no `/`)'),
-    torchrunArgs: z
-      .array(z.string().min(1))
-      .default([])
-      .describe('extra torchrun arguments after the rendezvous ones, e.g. `--redirects=2 --tee=2`, which torch 1.13 on Python ≥ 3.11 needs to start at all'),
-    srun: z.string().min(1).default('srun').describe('Slurm\'s srun program (looked up on `PATH` when it has no `/`)'),
-    srunArgs: z
-      .array(z.string().min(1))
-      .default([])
-      .describe('extra srun arguments before torchrun, e.g. `--partition=gpu --account=proj --time=48:00:00 --mem=0`'),
-    squeue: z.string().min(1).default('squeue').describe('Slurm\'s squeue, which finds a step\'s job id and nodes for `status` (looked up on `PATH` when it has no `/`)'),
-    scancel: z.string().min(1).default('scancel').describe('Slurm\'s scancel, which ends a step\'s job when an attempt ends without success (looked up on `PATH` when it has no `/`)'),
-    ray: z.string().min(1).default('ray').describe('the Ray CLI (looked up on `PATH` when it has no `/`)'),
-  })
-  .prefault({})
-  .describe('where the external software lives on the workers (the InfiR2 Docker image\'s layout by default)');
 
 /** What the steps' logs keep (src/activities/step-log.ts writes them). */
 export const logs = z

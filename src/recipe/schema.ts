@@ -8,7 +8,8 @@
  */
 import { z } from 'zod';
 import { count, name, path, slug } from './fields.js';
-import { PRECISIONS, goodput, logs, model, pool, software } from './schema-common.js';
+import { PRECISIONS, goodput, logs, model, pool } from './schema-common.js';
+import { software } from './schema-software.js';
 import { notify } from './schema-notify.js';
 import { convert, cpt, evalConfig, rl, sftStage } from './schema-stages.js';
 

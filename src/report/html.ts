@@ -111,6 +111,12 @@ th{background:#f6f6f6}td.sum{color:#555;font-size:12px}.problems{background:#fff
 figure.chart{margin:16px 0}figure.chart svg{max-width:100%;height:auto}figcaption{color:#555;font-size:12px}
 .params td:first-child{font-family:monospace}.none,.note{color:#666}.charts{display:grid;grid-template-columns:1fr;gap:8px}`;
 
+/** What the preflight warned of as each finished step started (activities/preflight-phase.ts); its failures are attempts' failures. */
+function preflightWarnings(d: RunData): string {
+  const w = d.steps.flatMap((s) => (s.result?.preflight ?? []).map((line) => `${s.id}: ${line}`));
+  return w.length ? `<div class="problems preflight"><b>Preflight warnings:</b><ul>${w.map((x) => `<li>${esc(x)}</li>`).join('')}</ul></div>\n` : '';
+}
+
 export function reportHtml(d: RunData, charts: RenderedChart[], generatedAt: string): string {
   const p = d.plan;
   const params = d.recipe ? flatten(d.recipe) : [];
@@ -121,7 +127,7 @@ export function reportHtml(d: RunData, charts: RenderedChart[], generatedAt: str
 <h1>infir2 report: ${esc(p.runId)}</h1>
 <p class="meta">recipe <code>${esc(p.recipe)}</code> · model <code>${esc(p.model)}</code> · precision <code>${esc(p.precision)}</code> · status <b class="st-${esc(d.status)}">${esc(d.status)}</b> · run directory <code>${esc(d.runDir)}</code> · generated ${esc(generatedAt)}</p>
 ${d.problems.length ? `<div class="problems"><b>Missing or cut:</b><ul>${d.problems.map((x) => `<li>${esc(x)}</li>`).join('')}</ul></div>` : ''}
-${d.parity ? paritySection(d) : ''}<h2>Stages</h2>
+${preflightWarnings(d)}${d.parity ? paritySection(d) : ''}<h2>Stages</h2>
 <table class="stages"><tr><th>step</th><th>status</th><th>attempts</th><th>failures</th><th>iteration</th><th>loss</th><th>score</th><th>duration</th><th>lost</th><th>what it runs</th></tr>
 ${stageRows(d)}
 </table>

@@ -50,7 +50,15 @@ export const infir2_7b: RecipeInput = {
   description: 'InfiR2 FP8 recipe for Qwen2.5-7B (CPT → SFT ×2 → HF/FP8 export → RL 8K→16K → eval)',
   precision: 'fp8',
   runDir: 'runs',
-  software: { megatron: '/root/Megatron-LM', slime: '/root/slime', infir2: '/root/InfiR2' },
+  software: {
+    megatron: '/root/Megatron-LM',
+    slime: '/root/slime',
+    infir2: '/root/InfiR2',
+    // InfiR2's docker/Dockerfile and docker/README.md at d3a5456: TransformerEngine v2.4.0 built from 3cd6870
+    // ("higher versions are known to cause precision errors in FP8 training, illegal memory access on H100"),
+    // flash-attn 2.7.4.post1, Megatron-LM cloned at core_v0.14.0; slime as the InfiR2 repository pins it.
+    versions: { transformerEngine: '==2.4.0, @3cd6870', flashAttn: '==2.7.4.post1', megatron: '==0.14.0', slime: '@8359c9a' },
+  },
   model: {
     name: 'Qwen2.5-7B',
     hf: '/path/to/base_models_hf/qwen2.5-7B-Instruct',

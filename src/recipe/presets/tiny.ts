@@ -35,6 +35,9 @@ export const tiny: RecipeInput = {
   precision: 'fp8',
   runDir: 'runs',
   fp8BlockSize: 32,
+  // The reference trainer runs on Debian's torch 1.13 (which calls itself 1.13.0a0+gitunknown, a pre-release
+  // that `>=1.13` would refuse) and on the GPU's pinned 2.11 (docs/gpu.md).
+  software: { versions: { torch: '>=1.13.0a0' } },
   model: {
     name: 'tiny-qwen2',
     arch: {

@@ -23,7 +23,9 @@ const MAY_IMPORT: Record<string, string[]> = {
   workflows: [], // and `import type` from activities (the activity signatures), nothing else
   // What the engines print, read line by line: shared by the supervisor (activities) and the report, pure.
   'engine-logs': [],
-  activities: ['util', 'rundir', 'report', 'engine-logs'],
+  activities: ['util', 'rundir', 'report', 'engine-logs', 'preflight'],
+  // The preflight reads the recipe's pins and known-bad table; the worker's phase and `doctor` run it.
+  preflight: ['util', 'rundir', 'recipe'],
   // The report reads logs with the supervisor's own parsers (engine-logs) and shows scores as the status views do.
   report: ['util', 'rundir', 'engine-logs', 'workflows/step-figures.ts', 'plan/parity.ts'],
   temporal: ['util', 'workflows/definitions.ts'],

@@ -14,6 +14,7 @@ interface VerbModule {
 const MODULES: Record<string, () => Promise<VerbModule>> = {
   validate: () => import('../../../src/cli/validate.js'),
   plan: () => import('../../../src/cli/plan.js'),
+  doctor: () => import('../../../src/cli/doctor.js'),
   up: () => import('../../../src/cli/up.js'),
   down: () => import('../../../src/cli/down.js'),
   run: () => import('../../../src/cli/run.js'),
