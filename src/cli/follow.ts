@@ -46,7 +46,7 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
         return st.status === 'completed' ? 0 : 1;
       }
       if (detached) {
-        out.write(`\ndetached; the run goes on.\n  reattach: npx infir2 status ${workflowId}   (or: npx infir2 logs ${workflowId} --follow)\n  cancel:   npx infir2 cancel ${workflowId}\n`);
+        out.write(`\ndetached; the run goes on.\n  reattach: infir2 status ${workflowId}   (or: infir2 logs ${workflowId} --follow)\n  cancel:   infir2 cancel ${workflowId}\n`);
         return 0;
       }
       await new Promise((r) => setTimeout(r, POLL_MS));

@@ -49,7 +49,7 @@ export const infir2_7b: RecipeInput = {
   name: 'infir2-7b',
   description: 'InfiR2 FP8 recipe for Qwen2.5-7B (CPT → SFT ×2 → HF/FP8 export → RL 8K→16K → eval)',
   precision: 'fp8',
-  runDir: 'runs',
+  runDir: '$INFIR2_HOME/runs',
   software: { megatron: '/root/Megatron-LM', slime: '/root/slime', infir2: '/root/InfiR2' },
   model: {
     name: 'Qwen2.5-7B',

@@ -33,7 +33,7 @@ export const tiny: RecipeInput = {
   name: 'tiny',
   description: 'Every InfiR2 stage on a 2-layer model with the local reference trainer (CPU, FP8 emulated)',
   precision: 'fp8',
-  runDir: 'runs',
+  runDir: '$INFIR2_HOME/runs',
   fp8BlockSize: 32,
   model: {
     name: 'tiny-qwen2',

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../../src/cli/recipe-input.js';
 import { UsageError } from '../../../src/errors.js';
 import type { Plan } from '../../../src/plan/types.js';
+import { embeddedStateDir } from '../../../src/recipe/project-root.js';
 import { ensureBuilt, ROOT, runInProcess, runSubprocess } from './run-cli.js';
 
 describe('infir2 validate', () => {
@@ -54,7 +55,7 @@ describe('infir2 plan', () => {
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('recipe tiny · tiny-qwen2 · fp8 · run demo');
-    expect(lines[1]).toBe(`run dir ${join(ROOT, 'runs/demo')}`);
+    expect(lines[1]).toBe(`run dir ${join(embeddedStateDir(), 'runs/demo')}`);
     expect(lines[3]).toMatch(/^STEP\s+BACKEND\s+POOL\s+GPUS\s+DEPENDS ON\s+ITERATIONS\s+COMMAND$/);
     expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 10\s+python main\.py pretrain$/);
     expect(lines.slice(4, 16).map((l) => l.split(/\s+/)[0])).toEqual([
@@ -170,7 +171,7 @@ describe('the built CLI', () => {
     const r = await runSubprocess(['plan', join(ROOT, 'recipes/tiny.yaml'), '--json', '--run-id', 'here'], tmpdir());
     expect(r.code, r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout) as Plan;
-    expect(plan.runDir).toBe(join(ROOT, 'runs/here'));
+    expect(plan.runDir).toBe(join(embeddedStateDir(), 'runs/here')); // $INFIR2_HOME/runs
     expect(plan.steps[0]!.inputs.data).toBe(join(ROOT, 'trainer/data/cpt.jsonl'));
   });
 
