@@ -1,6 +1,6 @@
 /**
  * The embedded default through the built CLI, as a user types it: `up`, `status`, `cancel`, `down`, and the
- * exit codes of DESIGN.md §4 (3 when Temporal is unreachable, 2 for bad usage).
+ * exit codes of README.md#the-verbs (3 when Temporal is unreachable, 2 for bad usage).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
