@@ -15,8 +15,8 @@ import type { AttemptTime, OpenPhase, TimeCategory } from '../plan/goodput.js';
 import { add } from '../plan/goodput.js';
 import type { ProgressEvent } from './progress-parsers.js';
 
-export function newAttemptTime(attempt: number, scheduledAt: number, startedAt: number): AttemptTime {
-  const t: AttemptTime = { attempt, scheduledAt, endedAt: null, attributedTo: scheduledAt, open: 'waiting', secs: {}, lastIteration: null, failure: null };
+export function newAttemptTime(attempt: number, scheduledAt: number, startedAt: number, worker?: string): AttemptTime {
+  const t: AttemptTime = { attempt, scheduledAt, endedAt: null, attributedTo: scheduledAt, open: 'waiting', secs: {}, lastIteration: null, failure: null, ...(worker ? { worker } : {}) };
   attribute(t, 'waiting', startedAt);
   return t;
 }

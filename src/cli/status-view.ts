@@ -72,8 +72,37 @@ export function stepCells(s: StepState, now = Date.now()): string[] {
     p?.throughput != null ? `${rate(p.throughput)} ${p.throughputUnit ?? ''}`.trim() : '-',
     f.checkpoint === null ? '-' : String(f.checkpoint),
     String(s.attempts),
+    lastWorker(s) ?? '-',
     [waiting, metrics, failure, warning, stall, job, evalSeries(s)].filter(Boolean).join(' · '),
   ];
+}
+
+/** The worker of the step's newest attempt (`pid@host`): the running one's heartbeat, else its last record. */
+export function lastWorker(s: StepState): string | null {
+  if (s.status === 'kept' || s.attempts === 0) return null;
+  const live = s.status === 'running' ? s.progress?.time?.worker : undefined;
+  return live ?? s.time?.attempts.at(-1)?.worker ?? null;
+}
+
+/**
+ * Which worker ran each attempt, for the steps that took more than one: `cpt.stable  1 812@gpu01 preempted · 2
+ * 907@gpu02 completed`. An attempt still running is `running`; one folded into the step's earlier total is left out.
+ */
+export function attemptLines(steps: StepState[]): string[] {
+  const rows = steps.flatMap((s) => {
+    const records = s.time?.attempts ?? [];
+    const live = s.status === 'running' ? s.progress?.time : null;
+    const all = live && !records.some((r) => r.attempt === live.attempt) ? [...records, live] : records;
+    if (all.length < 2) return [];
+    const ended = (i: number) => {
+      const r = all[i]!;
+      if (r.failure) return r.failure;
+      if (r.endedAt === null) return 'running';
+      return i === all.length - 1 && (s.status === 'completed' || s.status === 'cancelled' || s.status === 'failed') ? s.status : 'ended';
+    };
+    return [[s.id, all.map((r, i) => `${r.attempt} ${r.worker ?? '(worker not recorded)'} ${ended(i)}`).join(' · ')]];
+  });
+  return rows.length ? ['attempts (number, worker, how it ended):', ...table(rows).split('\n').map((l) => `  ${l}`)] : [];
 }
 
 export function table(rows: string[][]): string {
@@ -97,7 +126,8 @@ export function renderTimeTable(st: RunStatus, now = Date.now()): string {
 
 export function renderStatusTable(workflowId: string, st: RunStatus, now = Date.now()): string {
   const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}${st.report ? `\nreport: ${st.report}` : ''}`;
-  const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'NOTES'], ...st.steps.map((s) => stepCells(s, now))];
+  const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'WORKER', 'NOTES'], ...st.steps.map((s) => stepCells(s, now))];
+  const attempts = attemptLines(st.steps);
   const time = renderTimeTable(st, now);
-  return `${head}\n\n${table(rows)}${time ? `\n\n${time}` : ''}`;
+  return `${head}\n\n${table(rows)}${attempts.length ? `\n\n${attempts.join('\n')}` : ''}${time ? `\n\n${time}` : ''}`;
 }

@@ -43,6 +43,8 @@ export interface AttemptTime {
   lastIteration: number | null;
   /** Why it ended, when it failed; null while it runs or when it succeeded. */
   failure: FailureClass | null;
+  /** The worker that ran it, as Temporal names it (`pid@host`); absent in records written before it. */
+  worker?: string;
 }
 
 /** A step's time: its attempts, oldest first (the oldest folded into `earlier` past MAX_ATTEMPT_RECORDS). */
