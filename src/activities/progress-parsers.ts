@@ -19,6 +19,8 @@ export interface ProgressEvent {
   loadingCheckpoint?: boolean;
   /** The trainer said it is exiting after SIGTERM (Megatron's signal handler). */
   exitingOnSigterm?: boolean;
+  /** Milliseconds per iteration over the iterations this line sums up (Megatron's `elapsed time per iteration`). */
+  msPerIteration?: number;
 }
 
 export type LineParser = (line: string) => ProgressEvent | null;
@@ -61,6 +63,7 @@ export const parseMegatronLine: LineParser = (line) => {
   if (loss !== undefined) ev.loss = loss;
   const tflops = num(MEGATRON_TFLOPS.exec(line)?.[1]);
   const ms = num(MEGATRON_MS.exec(line)?.[1]);
+  if (ms !== undefined && ms > 0) ev.msPerIteration = ms;
   // A trainer that cannot count FLOPs (the CPU reference trainer) prints 0.0: fall back to iterations/s.
   if (tflops !== undefined && tflops > 0) {
     ev.throughput = tflops;

@@ -3,7 +3,7 @@
  * result (as the Web UI's stage table does), a running or failed one its progress.
  */
 import { describe, expect, it } from 'vitest';
-import { attemptLines, headlineMetrics, lastWorker, rate, renderStatusTable, stepCells } from '../../../src/cli/status-view.js';
+import { attemptLines, headlineMetrics, lastWorker, rate, renderStatusTable, renderTimeTable, stepCells } from '../../../src/cli/status-view.js';
 import type { AttemptTime } from '../../../src/plan/goodput.js';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
 
@@ -169,6 +169,27 @@ describe('which worker ran each attempt', () => {
       '  cpt.stable  1 812@gpu01 preempted · 2 (worker not recorded) hang · 3 907@gpu02 completed',
       '  cpt.decay   1 907@gpu02 crash · 2 907@gpu02 running',
     ]);
+  });
+});
+
+describe('where the time of a cancelled run went', () => {
+  it("counts the cancelled step's training, as last heard, instead of the steps before it alone", () => {
+    const t0 = Date.parse('2026-11-25T10:00:00Z');
+    const rec = (secs: AttemptTime['secs'], end: number | null, at: number): AttemptTime => ({
+      attempt: 1, scheduledAt: t0, endedAt: end === null ? null : t0 + end * 1000, attributedTo: t0 + at * 1000, open: end === null ? 'training' : 'overhead', secs, lastIteration: null, failure: null,
+    });
+    const st: RunStatus = {
+      recipe: 'tiny', runId: 'r1', runDir: '/runs/r1', status: 'cancelled', message: 'cancelled',
+      steps: [
+        state({ id: 'cpt.warmup', status: 'completed', attempts: 1, time: { gpus: 0, attempts: [rec({ startup: 1.5, productive: 0.4, overhead: 0.1 }, 2, 2)] } }),
+        state({
+          id: 'cpt.stable', status: 'cancelled', attempts: 1, endedAt: new Date(t0 + 17_500).toISOString(), time: { gpus: 0, attempts: [] },
+          progress: progress({ iteration: 230, time: rec({ startup: 1, productive: 14 }, null, 15) }),
+        }),
+      ],
+    };
+    // Before: 'goodput 20.0 % of 2s' (the warmup alone).
+    expect(renderTimeTable(st).split('\n')[0]).toBe('goodput 73.8 % of 20s · other time: overhead 3s, startup 3s'); // 14.4 s of 19.5
   });
 });
 
