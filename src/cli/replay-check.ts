@@ -56,6 +56,6 @@ export function render(verdicts: ReplayVerdict[]): string {
     : !broken.length
       ? `all ${verdicts.length} replay: this workflow code can take over the runs in flight`
       : `${broken.length} of ${verdicts.length} would break (${running} running): a worker with this code would stall ${running === 1 ? 'it' : 'them'} at its next replay. ` +
-        'Let them finish first (or cancel, upgrade, then resume them: a resume starts a new history), or keep the recorded behaviour behind patched() (docs/cluster.md#upgrades)';
+        'Let them finish first (or cancel, upgrade, then resume them: a resume starts a new history), or keep the recorded behaviour behind patched() (docs/cluster.md#10-upgrades)';
   return `${[...lines, summary].join('\n')}\n`;
 }
