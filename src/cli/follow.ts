@@ -21,6 +21,7 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
   process.once('SIGINT', onInt);
   const rates = new RateTracker();
   const seen = new Map<string, string>();
+  const printed = new Map<string, string>();
   let drawn = 0;
   try {
     for (;;) {
@@ -38,7 +39,12 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
           const key = `${s.status}|${s.progress?.lastCheckpoint ?? ''}|${s.attempts}`;
           if (seen.get(s.id) === key || s.status === 'pending') continue;
           seen.set(s.id, key);
-          out.write(`${plainLine(s)}\n`);
+          // A change the line does not show (a checkpoint found before the first iteration) prints nothing:
+          // `cpt.warmup running` once, not three times.
+          const line = plainLine(s);
+          if (printed.get(s.id) === line) continue;
+          printed.set(s.id, line);
+          out.write(`${line}\n`);
         }
       }
       if (st.workflowStatus !== 'RUNNING') {

@@ -3,7 +3,7 @@
  * shows is stepFigures' decision, the same as the Web UI's stage table: a completed or kept step its final
  * result, a running or failed one its progress.
  */
-import type { RunStatus, StepState } from '../plan/contracts.js';
+import type { Progress, RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
 import { TIME_CATEGORIES, withLastHeard } from '../plan/goodput.js';
 import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
@@ -52,16 +52,40 @@ export function waitingNote(s: StepState, now = Date.now()): string | null {
   return `waiting ${waitedFor(w.since, now)}: ${w.reason}${next}`;
 }
 
+/**
+ * A failure's message for a one-line note: without the `<step>: <class>: ` its supervisor put in front (the cell
+ * says both already), cut at a word within `max` characters with an ellipsis, never in the middle of a word.
+ */
+export function failureWords(stepId: string, f: { class: string; message: string }, max: number): string {
+  let m = f.message.trim();
+  for (const prefix of [`${stepId}: `, `${f.class}: `]) if (m.startsWith(prefix)) m = m.slice(prefix.length);
+  if (m.length <= max) return m;
+  const cut = m.slice(0, max - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:(]+$/, '')}…`;
+}
+
+/**
+ * The phase the stall limit follows, in words. A trainer that has already printed iterations but is still held to
+ * the startup limit has shown no gap between iterations the policy could learn from yet (e.g. every logged
+ * iteration ends in a save): `startup` would read as a contradiction beside 360/480.
+ */
+export function stallPhaseWords(p: Progress): string {
+  const phase = p.stallLimit!.phase;
+  if (phase === 'startup' && p.iteration !== null && p.iteration > (p.resumedFrom ?? 0)) return 'no iteration rhythm measured yet';
+  return phase;
+}
+
 export function stepCells(s: StepState, now = Date.now()): string[] {
   const p = s.progress;
   const f = stepFigures(s);
   const waiting = waitingNote(s, now);
   // A finished step's report: its headline score (as the Web UI shows it), else its first numbers.
   const metrics = f.finished && s.result ? headlineMetrics(s.result.metrics) : '';
-  const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${s.lastFailure.message.slice(0, 60)}`}` : '';
+  const failure = s.lastFailure && !waiting ? `${s.lastFailure.class}${metrics ? '' : `: ${failureWords(s.id, s.lastFailure, 72)}`}` : '';
   const warning = s.status === 'running' ? (p?.warning ?? '') : '';
   // The limit the trainer is held to now: a hang is declared past it (activities/stall-policy.ts).
-  const stall = s.status === 'running' && !waiting && p?.stallLimit ? `stall limit ${shortDuration(p.stallLimit.limitSec)} (${p.stallLimit.phase})` : '';
+  const stall = s.status === 'running' && !waiting && p?.stallLimit ? `stall limit ${shortDuration(p.stallLimit.limitSec)} (${stallPhaseWords(p)})` : '';
   // The scheduler job of the newest attempt: the id `sacct`/`scontrol` and the cluster's dashboards know it by.
   const job = p?.job ? `${p.job.scheduler} job ${p.job.id}${p.job.nodes ? ` on ${p.job.nodes}` : ''}` : '';
   return [
@@ -135,7 +159,9 @@ export function withCancelledAttempt(s: StepState): StepState {
 }
 
 export function renderStatusTable(workflowId: string, st: RunStatus, now = Date.now()): string {
-  const head = `${workflowId}: ${st.status}${st.message && st.status !== 'completed' ? ` — ${st.message}` : ''}\nrun dir: ${st.runDir}${st.report ? `\nreport: ${st.report}` : ''}`;
+  // A message that only repeats the status (`cancelled — cancelled`) says nothing.
+  const message = st.message && st.status !== 'completed' && st.message.trim().toLowerCase() !== st.status ? ` — ${st.message}` : '';
+  const head = `${workflowId}: ${st.status}${message}\nrun dir: ${st.runDir}${st.report ? `\nreport: ${st.report}` : ''}`;
   const rows = [['STEP', 'STATUS', 'ITER', 'LOSS', 'THROUGHPUT', 'CKPT', 'ATTEMPTS', 'WORKER', 'NOTES'], ...st.steps.map((s) => stepCells(s, now))];
   const attempts = attemptLines(st.steps);
   const time = renderTimeTable(st, now);

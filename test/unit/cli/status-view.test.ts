@@ -3,7 +3,7 @@
  * result (as the Web UI's stage table does), a running or failed one its progress.
  */
 import { describe, expect, it } from 'vitest';
-import { attemptLines, headlineMetrics, lastWorker, rate, renderStatusTable, renderTimeTable, stepCells } from '../../../src/cli/status-view.js';
+import { attemptLines, failureWords, headlineMetrics, lastWorker, rate, renderStatusTable, renderTimeTable, stallPhaseWords, stepCells } from '../../../src/cli/status-view.js';
 import type { AttemptTime } from '../../../src/plan/goodput.js';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
 
@@ -141,6 +141,30 @@ describe('renderStatusTable', () => {
         'eval.a      pending    -     -      -           -     0         -',
       ].join('\n'),
     );
+  });
+});
+
+describe('status lines that neither contradict nor cut themselves', () => {
+  it("drops the failure message's own `<step>: <class>: ` and cuts at a word, with an ellipsis", () => {
+    const f = { class: 'preempted' as const, message: 'cpt.decay: preempted: the worker shut down; the trainer was stopped and the step resumes on another worker' };
+    expect(failureWords('cpt.decay', f, 60)).toBe('the worker shut down; the trainer was stopped and the step…');
+    expect(failureWords('cpt.decay', { class: 'crash', message: 'cpt.decay: crash: exit 1' }, 60)).toBe('exit 1');
+    const s = state({ id: 'cpt.decay', status: 'running', attempts: 2, lastFailure: f });
+    expect(stepCells(s)[8]).toBe('preempted: the worker shut down; the trainer was stopped and the step resumes on…');
+  });
+
+  it('does not call a limit startup once the trainer has printed iterations past its start', () => {
+    const limit = { phase: 'startup' as const, limitSec: 300 };
+    expect(stallPhaseWords(progress({ iteration: null, stallLimit: limit }))).toBe('startup');
+    expect(stallPhaseWords(progress({ iteration: 10, resumedFrom: 10, stallLimit: limit }))).toBe('startup');
+    expect(stallPhaseWords(progress({ iteration: 360, resumedFrom: 10, stallLimit: limit }))).toBe('no iteration rhythm measured yet');
+    expect(stallPhaseWords(progress({ iteration: 360, stallLimit: { phase: 'saving', limitSec: 300 } }))).toBe('saving');
+  });
+
+  it('says a cancelled run is cancelled once', () => {
+    const st: RunStatus = { recipe: 'tiny', runId: 'r1', runDir: '/runs/r1', status: 'cancelled', message: 'cancelled', steps: [state({ id: 'a' })] };
+    expect(renderStatusTable('tiny-r1', st).split('\n')[0]).toBe('tiny-r1: cancelled');
+    expect(renderStatusTable('tiny-r1', { ...st, status: 'failed', message: 'step a failed after 1 attempt(s)' }).split('\n')[0]).toBe('tiny-r1: failed — step a failed after 1 attempt(s)');
   });
 });
 
