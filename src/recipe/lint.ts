@@ -203,6 +203,16 @@ const retention: Check = (r) => {
   if (rl && !rl.keep.boundaries && (rl.curriculum.length > 1 || (r.convert && r.eval?.models?.includes('rl')))) {
     refuse('rl', `a curriculum stage's final checkpoint, which ${rl.curriculum.length > 1 ? 'the next stage' : 'convert.rl'} loads`);
   }
+  // slime names a checkpoint by its rollout id, from 0: the saves are k × saveInterval − 1 (19, 39, …), so
+  // `every: 1000` keeps none of them. Retention would then thin nothing the user meant to keep.
+  const slimeEvery = (path: string, s: { backend: string; saveInterval: number; keep: { every?: number | undefined } }, span: number) => {
+    const every = s.keep.every;
+    if (s.backend !== 'slime' || !every) return;
+    for (let id = s.saveInterval - 1; id < span; id += s.saveInterval) if (id % every === 0) return;
+    out.push(warning(`${path}.keep.every`, `${every} keeps no checkpoint: slime names them by rollout id, ${s.saveInterval - 1}, ${2 * s.saveInterval - 1}, … (saveInterval ${s.saveInterval}), and none is a multiple of ${every}; use keep.last`));
+  };
+  sft.forEach((s, i) => slimeEvery(`sft.${i}`, s, sftSteps(s) ?? 0));
+  if (rl) slimeEvery('rl', rl, Math.max(...rl.curriculum.map((c) => c.rollouts)));
   return out;
 };
 
