@@ -27,6 +27,8 @@ setup-cluster:
 test-cluster:
 	@bash scripts/test-cluster.sh
 
+# Settings: PORT (gRPC, default 7233; TEMPORAL_ADDRESS=127.0.0.1:N says the same), UI_PORT (default PORT + 1000),
+# INFIR2_HOME (state: server database, logs, runs; default .infir2/), e.g. `make demo PORT=7301`.
 demo: setup
 	@bash scripts/demo.sh
 
@@ -41,5 +43,9 @@ bench-gpu:
 docs:
 	@npx tsx scripts/docs.ts
 
+# The build, and the embedded default's state in the checkout (.infir2/: its server's history, its logs and the
+# runs of the presets and recipes/tiny.yaml), after `infir2 down` has stopped what `infir2 up` started there. Run
+# directories elsewhere (a recipe's own runDir, an INFIR2_HOME outside the checkout) are not touched.
 clean:
+	@if [ -f dist/cli/main.js ] && [ -f .infir2/embedded.json ]; then INFIR2_HOME="$$PWD/.infir2" node bin/infir2.js down || true; fi
 	rm -rf dist .infir2 .tmp

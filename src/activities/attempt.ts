@@ -2,6 +2,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import type { Progress } from '../plan/contracts.js';
 import { DEFAULT_LOG_MAX_MB, type FailureClass, type PlanStep } from '../plan/types.js';
@@ -75,8 +76,9 @@ export function openAttempt(input: RunStepInput): Attempt {
       attempt,
       pid: null,
       updatedAt: new Date().toISOString(),
-      // From the moment the attempt was scheduled: the time it waited for a worker to take it counts too.
-      time: newAttemptTime(attempt, Math.min(ctx.info.scheduledTimestampMs || started, started), started),
+      // From the moment the attempt was scheduled: the time it waited for a worker to take it counts too. The
+      // record names the worker, so that `status` can say which one ran each attempt.
+      time: newAttemptTime(attempt, Math.min(ctx.info.scheduledTimestampMs || started, started), started, workerIdentity()),
     },
     started,
     stoppedAt: null,
@@ -91,7 +93,13 @@ export function openAttempt(input: RunStepInput): Attempt {
   log.on('error', (err) => {
     a.logError ??= err;
   });
+  a.note(`attempt ${attempt} taken by worker ${workerIdentity()} (task queue ${ctx.info.taskQueue})`);
   return a;
+}
+
+/** This worker as Temporal names it by default (the SDK's identity: `pid@host`), and as the Web UI shows it. */
+export function workerIdentity(): string {
+  return `${process.pid}@${hostname()}`;
 }
 
 /**

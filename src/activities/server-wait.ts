@@ -1,7 +1,7 @@
 /**
  * A step's outcome is handed to the SDK only once the Temporal server answers.
  *
- * sdk-core retries an activity's completion for about 15 s and then drops it (docs/cluster.md §12, measured on
+ * sdk-core retries an activity's completion for about 15 s and then drops it (docs/cluster.md#what-the-tests-check-and-the-recovery-times-measured, measured on
  * PostgreSQL). A step that ended during a longer server or database outage was then known to the server only
  * when its heartbeat timeout ran out: the run moved on up to a minute or more after the server came back, and
  * the lost result counted as a preemption. Holding the outcome here, heartbeating, until the server answers

@@ -48,7 +48,7 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
   // The stall limit follows the attempt's phase and rhythm (stall-policy.ts); a step without it has one limit.
   const stallSpec = step.stall ?? fixedStallSpec(step.stallTimeoutSec);
   const rhythm = newRhythm(Date.now(), a.input.longestSaveSec ?? null);
-  if (progress.time) launched(progress.time, Date.now());
+  if (progress.time) launched(progress.time, Date.now(), progress.resumedFrom, step.command.argv);
   const redoUntil = a.input.redoUntil ?? null;
   const showLimit = () => {
     const { phase, limitSec } = stallLimit(stallSpec, rhythm);

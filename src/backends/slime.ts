@@ -176,7 +176,7 @@ function rayJob(s: SlimeCommon, entry: string, runtimeEnv: Record<string, string
     onStop: { argv: [s.software.ray, 'job', 'stop', `--address=${s.pool.rayAddress}`, id] },
     progress: { format: 'slime', totalIterations: rollouts },
     checkpoint: { layout: 'megatron', dir: s.saveDir },
-    // slime numbers checkpoints by rollout id, from 0: the last is rollouts − 1 (docs §3.4).
+    // slime numbers checkpoints by rollout id, from 0: the last is rollouts − 1 (docs/infir2-recipe.md §3.4).
     completion: { kind: 'checkpoint', dir: s.saveDir, iteration: rollouts - 1 },
     inputs: { hfCheckpoint: s.hfCheckpoint, refLoad: s.refLoad, ...inputs },
     outputs: { checkpointDir: s.saveDir },

@@ -21,6 +21,7 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
   process.once('SIGINT', onInt);
   const rates = new RateTracker();
   const seen = new Map<string, string>();
+  const printed = new Map<string, string>();
   let drawn = 0;
   try {
     for (;;) {
@@ -38,7 +39,12 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
           const key = `${s.status}|${s.progress?.lastCheckpoint ?? ''}|${s.attempts}`;
           if (seen.get(s.id) === key || s.status === 'pending') continue;
           seen.set(s.id, key);
-          out.write(`${plainLine(s)}\n`);
+          // A change the line does not show (a checkpoint found before the first iteration) prints nothing:
+          // `cpt.warmup running` once, not three times.
+          const line = plainLine(s);
+          if (printed.get(s.id) === line) continue;
+          printed.set(s.id, line);
+          out.write(`${line}\n`);
         }
       }
       if (st.workflowStatus !== 'RUNNING') {
@@ -46,7 +52,7 @@ export async function follow(client: Client, workflowId: string, out: NodeJS.Wri
         return st.status === 'completed' ? 0 : 1;
       }
       if (detached) {
-        out.write(`\ndetached; the run goes on.\n  reattach: npx infir2 status ${workflowId}   (or: npx infir2 logs ${workflowId} --follow)\n  cancel:   npx infir2 cancel ${workflowId}\n`);
+        out.write(`\ndetached; the run goes on.\n  reattach: infir2 status ${workflowId}   (or: infir2 logs ${workflowId} --follow)\n  cancel:   infir2 cancel ${workflowId}\n`);
         return 0;
       }
       await new Promise((r) => setTimeout(r, POLL_MS));

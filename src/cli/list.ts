@@ -48,7 +48,7 @@ export async function run(argv: string[]): Promise<number> {
     if (values.json) {
       process.stdout.write(JSON.stringify(runs, null, 2) + '\n');
     } else if (!runs.length) {
-      process.stdout.write('no runs yet: start one with `npx infir2 run recipes/tiny.yaml`\n');
+      process.stdout.write('no runs yet: start one with `infir2 run recipes/tiny.yaml`\n');
     } else {
       const rows = [['RUN', 'STATUS', 'STAGES', 'PRECISION', 'STARTED'], ...runs.map((r) => [r.workflowId, r.status, r.stages.join(',') || '-', r.precision ?? '-', r.startTime.replace('T', ' ').slice(0, 19)])];
       process.stdout.write(table(rows) + '\n');

@@ -73,6 +73,11 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
     usage: 'cancel <run> [--no-wait]',
     help: 'cancel a run; waits (up to 2 min) until no training process of it is left, unless --no-wait',
   },
+  'replay-check': {
+    load: () => import('./replay-check.js'),
+    usage: 'replay-check [--days N] [--bundle PATH] [--json]',
+    help: "before an upgrade: replay running and recent runs on this workflow code; 1 if one would break",
+  },
   'codec-server': {
     load: () => import('./codec-server.js'),
     usage: 'codec-server [--port N] [--cors-origin URL]...',

@@ -4,7 +4,7 @@
  */
 import type { StepState } from '../plan/contracts.js';
 import { stepFigures } from '../workflows/step-figures.js';
-import { headlineMetrics } from './status-view.js';
+import { failureWords, headlineMetrics } from './status-view.js';
 
 const BAR = 24;
 
@@ -72,7 +72,7 @@ export function progressLine(s: StepState, rate: number | null, idWidth: number)
   }
   const detail =
     s.status === 'failed' && s.lastFailure
-      ? `  ${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 80)}`
+      ? `  ${s.lastFailure.class}: ${failureWords(s.id, s.lastFailure, 80)}`
       : s.status === 'running' && s.lastFailure
         ? `  retrying after ${s.lastFailure.class} (attempt ${s.attempts})`
         : finishedDetail(s);
@@ -90,7 +90,7 @@ export function plainLine(s: StepState): string {
   const iter = f.iteration !== null ? ` ${f.iteration}/${f.total ?? '?'}` : '';
   const loss = f.loss !== null ? ` loss ${f.loss.toPrecision(4)}` : '';
   const ckpt = s.status === 'running' && f.checkpoint !== null ? ` checkpoint ${f.checkpoint}` : '';
-  const fail = s.lastFailure ? ` (${s.lastFailure.class}: ${s.lastFailure.message.slice(0, 100)})` : '';
+  const fail = s.lastFailure ? ` (${s.lastFailure.class}: ${failureWords(s.id, s.lastFailure, 100)})` : '';
   return `${id} ${s.status}${iter}${loss}${ckpt}${s.attempts > 1 ? ` attempt ${s.attempts}` : ''}${fail}`;
 }
 

@@ -137,7 +137,7 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
   const url = workflowUrl(workflowId);
   if (url) process.stdout.write(`watch:   ${url}\n`);
   if (o.detach) {
-    process.stdout.write(`status:  npx infir2 status ${workflowId}\n`);
+    process.stdout.write(`status:  infir2 status ${workflowId}\n`);
     return 0;
   }
   return follow(client, workflowId);

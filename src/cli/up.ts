@@ -7,6 +7,7 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { intFlag, parseVerbArgs, positionals, type Options } from './args.js';
+import { addressHint, upPort } from './up-address.js';
 import { readEmbedded, writeEmbedded } from './embedded.js';
 import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
@@ -29,7 +30,8 @@ export const OPTIONS = {
 export async function run(argv: string[]): Promise<number> {
   const { values, positionals: pos } = parseVerbArgs('up', argv, OPTIONS, USAGE);
   positionals('up', pos, [], USAGE);
-  const port = intFlag('port', values.port, 7233, 65535);
+  // TEMPORAL_ADDRESS is where every other verb looks: the server goes there unless --port says otherwise.
+  const port = upPort(values.port, process.env.TEMPORAL_ADDRESS);
   const uiPort = intFlag('ui-port', values['ui-port'], port + 1000, 65535);
   const pools = values.pool?.length ? values.pool : ['local'];
   const state = stateDir();
@@ -37,6 +39,11 @@ export async function run(argv: string[]): Promise<number> {
   let current = readEmbedded();
   const serverUp = current !== null && groupAlive(current.serverPid);
   const address = serverUp ? current!.address : `127.0.0.1:${port}`;
+  if (serverUp && process.env.TEMPORAL_ADDRESS?.trim() && !sameAddress(current!.address, process.env.TEMPORAL_ADDRESS)) {
+    throw new UsageError(
+      `the embedded server already runs at ${current!.address} (state in ${state}), but TEMPORAL_ADDRESS=${process.env.TEMPORAL_ADDRESS.trim()}: the other verbs would not find it; set TEMPORAL_ADDRESS=${current!.address}, or \`infir2 down\` first`,
+    );
+  }
   if (!serverUp) {
     // Another server on the port would answer our readiness check while ours failed to bind: refuse first.
     for (const [flag, p] of [['port', port], ...(values.headless ? [] : [['ui-port', uiPort]])] as [string, number][]) {
@@ -89,7 +96,15 @@ export async function run(argv: string[]): Promise<number> {
   }
   process.stdout.write(`Temporal: ${current!.address}\n`);
   if (current!.uiUrl) process.stdout.write(`Web UI:   ${current!.uiUrl}\n`);
+  const hint = addressHint(current!.address, process.env.TEMPORAL_ADDRESS);
+  if (hint) process.stdout.write(`${hint}\n`);
   return 0;
+}
+
+/** `localhost:7301` and `127.0.0.1:7301` name one server. */
+function sameAddress(a: string, b: string): boolean {
+  const norm = (x: string) => x.trim().replace(/^(localhost|\[::1\]|::1):/, '127.0.0.1:');
+  return norm(a) === norm(b);
 }
 
 /** Whether something listens on 127.0.0.1:port (a bind fails with EADDRINUSE). */

@@ -20,6 +20,10 @@ export async function run(argv: string[]): Promise<number> {
   const queues = [...(values.pool ?? []).map(poolTaskQueue), ...(values['task-queue'] ?? [])];
   if (!queues.length && values['no-workflows']) throw new UsageError(['worker: nothing to serve: give --pool NAME', `usage: ${USAGE}`]);
   const gpus = parseGpus(values.gpus ?? process.env.CUDA_VISIBLE_DEVICES ?? '');
+  // The SDK stops the worker on these signals itself; this only remembers which one came, for the last line.
+  let signal: string | null = null;
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGQUIT', 'SIGUSR2'] as const) process.once(sig, () => (signal ??= sig));
+  const started = Date.now();
   const end = await runPoolWorker({
     taskQueues: queues,
     orchestrator: !values['no-workflows'],
@@ -27,6 +31,7 @@ export async function run(argv: string[]): Promise<number> {
     slots: values.slots ? intFlag('slots', values.slots, 1) : undefined,
     killGraceMs: values['kill-grace'] ? intFlag('kill-grace', values['kill-grace'], 30) * 1000 : undefined,
   });
+  process.stderr.write(`${stoppedLine(end ? `its server became another cluster` : signal ? `${signal} received` : 'it was shut down', Date.now() - started)}\n`);
   // Stopped because its server became another cluster: a supervisor that restarts it must not think all is well.
   return end ? 1 : 0;
 }
@@ -35,4 +40,11 @@ function parseGpus(raw: string): string[] {
   const ids = raw.split(',').map((s) => s.trim()).filter(Boolean);
   for (const id of ids) if (!/^\d+$/.test(id)) throw new UsageError(`--gpus: expected a comma-separated list of GPU indices, got '${raw}'`);
   return ids;
+}
+
+/** The worker's last line: why it stopped and how long it ran. Its running steps were stopped on the way out. */
+export function stoppedLine(why: string, ranMs: number): string {
+  const sec = Math.round(ranMs / 1000);
+  const ran = sec < 120 ? `${sec} s` : sec < 7200 ? `${Math.round(sec / 60)} min` : `${(sec / 3600).toFixed(1)} h`;
+  return `${new Date().toISOString()} worker stopped (pid ${process.pid}, ran ${ran}): ${why}; it polls no more; a step it was running was stopped (its trainer sent SIGTERM, given the kill grace) and resumes on a worker of its pool`;
 }

@@ -19,6 +19,8 @@ export interface ProgressEvent {
   loadingCheckpoint?: boolean;
   /** The trainer said it is exiting after SIGTERM (Megatron's signal handler). */
   exitingOnSigterm?: boolean;
+  /** Milliseconds per iteration over the iterations this line sums up (Megatron's `elapsed time per iteration`). */
+  msPerIteration?: number;
 }
 
 export type LineParser = (line: string) => ProgressEvent | null;

@@ -91,6 +91,7 @@ export function parseMegatronLine(line: string): ProgressEvent | null {
   if (!t) return null;
   const ev: ProgressEvent = { iteration: t.iteration, totalIterations: t.totalIterations! };
   if (t.loss !== undefined) ev.loss = t.loss;
+  if (t.msPerIteration !== undefined && t.msPerIteration > 0) ev.msPerIteration = t.msPerIteration;
   if (t.throughput !== undefined) Object.assign(ev, { throughput: t.throughput, throughputUnit: t.throughputUnit });
   return ev;
 }

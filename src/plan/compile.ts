@@ -256,11 +256,14 @@ class Compiler implements BuildContext {
     const phases = cptLineage(cpt, { cptRoot: this.layout.cptRoot, decayRoot, base: this.r.model.base }, this.opts.fork);
     let prev: string | null = null;
     for (const phase of phases) {
-      // Boundaries: the ends of the phases that save into this phase's root (warmup and stable share one).
-      const protect = phases.filter((p) => p.saveDir === phase.saveDir).map((p) => p.end);
+      // Boundaries: the ends of the phases that save into this phase's root (warmup and stable share one). The
+      // root's bound counts every iteration saved there, by either phase: one directory, one policy, one bound.
+      const sharing = phases.filter((p) => p.saveDir === phase.saveDir);
+      const protect = sharing.map((p) => p.end);
+      const span = Math.max(...sharing.map((p) => p.end)) - Math.min(...sharing.map((p) => p.start));
       const reads = phase.first.load !== phase.saveDir && typeof phase.first.ckptStep === 'number' ? [{ dir: phase.first.load, iteration: phase.first.ckptStep }] : [];
       const evals = this.checkpointEvalSpec(phase.id, cpt.evalEvery, phase.saveDir, undefined);
-      const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, phase.end - phase.start, cpt.saveInterval, this.r.model.arch, reads, evals);
+      const body = this.withRetention(BUILD.cpt[cpt.backend](this, { phase, cpt }), cpt.keep, protect, span, cpt.saveInterval, this.r.model.arch, reads, evals);
       this.add(phase.id, 'cpt', cpt.backend, cpt, [prev], body, evals);
       prev = phase.id;
     }

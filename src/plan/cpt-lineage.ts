@@ -1,5 +1,5 @@
 /**
- * The three CPT phases as one WSD lineage (DESIGN §3, FIXES cpt-*). Every phase runs the same schedule
+ * The three CPT phases as one WSD lineage (docs/architecture.md#stage-ids, FIXES cpt-*). Every phase runs the same schedule
  * (`--train-iters` = the total) and stops on its boundary checkpoint; the next phase loads exactly that
  * checkpoint with its optimizer and scheduler state. warmup and stable share one checkpoint root; decay saves
  * to its own, so several decays (forks) can start from one stable run.
@@ -63,7 +63,7 @@ export function cptLineage(cpt: CptConfig, dirs: LineageDirs, fork?: Fork): CptP
       resume: resumeFrom(dirs.cptRoot),
     });
   }
-  // A fork decays right away from its iteration N: --train-iters N + decay (docs §3.3, "to decay immediately").
+  // A fork decays right away from its iteration N: --train-iters N + decay (docs/infir2-recipe.md §3.3, "to decay immediately").
   const from = fork ? { dir: fork.sourceCheckpointDir, iteration: fork.iteration } : { dir: dirs.cptRoot, iteration: b.stableEnd };
   const end = fork ? fork.iteration + cpt.decayIters : b.end;
   phases.push({

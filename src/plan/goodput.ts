@@ -45,6 +45,15 @@ export interface AttemptTime {
   failure: FailureClass | null;
   /** The longest checkpoint save the step had made by this attempt, seconds (activities/stall-policy.ts); absent: none. */
   longestSaveSec?: number;
+  /** The worker that ran it, as Temporal names it (`pid@host`); absent in records written before it. */
+  worker?: string;
+  /**
+   * Where its trainer started: the iteration of the checkpoint it loaded (null: unknown, 0: fresh), and how many
+   * iterations one progress line sums up at most (Megatron's `--log-interval`). The first line's iterations are
+   * then training, not startup, although no line came between the launch and it.
+   */
+  startedFrom?: number | null;
+  iterationsPerLine?: number;
 }
 
 /** A step's time: its attempts, oldest first (the oldest folded into `earlier` past MAX_ATTEMPT_RECORDS). */
@@ -103,6 +112,19 @@ export function attemptSoFar(t: AttemptTime, now: number): TimeSplit {
   const secs = { ...t.secs };
   add(secs, t.open === 'training' ? 'productive' : t.open, (now - t.attributedTo) / 1000);
   return secs;
+}
+
+/**
+ * A step's time with its newest attempt as last heard (`lastHeard`: the progress a heartbeat or checkpoint signal
+ * carried), where the step's own record lacks it: one still running is counted until the reader's `now`, one a
+ * cancel ended is closed when the step ended (`endedAt`, ms; what followed its last progress counts as overhead).
+ * The workflow records no time for a cancelled attempt: without this, a run cancelled after an hour of training
+ * shows the goodput of the steps before it alone.
+ */
+export function withLastHeard(st: StepTime, lastHeard: AttemptTime | null | undefined, endedAt: number | null): StepTime {
+  if (!lastHeard || st.attempts.some((a) => a.attempt === lastHeard.attempt)) return st;
+  if (endedAt === null || lastHeard.endedAt !== null) return withAttempt(st, lastHeard);
+  return withAttempt(st, closeAttempt(lastHeard, Math.max(endedAt, lastHeard.attributedTo), null, lastHeard.attributedTo));
 }
 
 /** Seconds between consecutive attempts: a failed one's end to the next one's schedule. */

@@ -7,7 +7,7 @@
  * nothing, so both the workflow bundle and the activities can use it.
  */
 
-/** Stable stage ids (DESIGN.md §3). Eval steps are `eval.<benchmark>` or `eval.<model>.<benchmark>`. */
+/** Stable stage ids (docs/architecture.md#stage-ids). Eval steps are `eval.<benchmark>` or `eval.<model>.<benchmark>`. */
 export const STAGE_IDS = [
   'cpt.warmup',
   'cpt.stable',
@@ -76,7 +76,7 @@ export function iterDirName(iteration: number): string {
 /**
  * A Megatron-layout checkpoint root: `iter_%07d/` directories and `latest_checkpointed_iteration.txt`
  * written last. An iteration is complete when its directory holds `metadata.json` and the tracker has
- * reached it (DESIGN.md §2, docs/infir2-recipe.md §3.1).
+ * reached it (docs/architecture.md#durable-steps, docs/infir2-recipe.md §3.1).
  */
 export interface CheckpointSpec {
   layout: 'megatron';
@@ -157,7 +157,7 @@ export interface SchedulerJobSpec {
 }
 
 export interface PlanStep {
-  /** Stable id, e.g. `cpt.stable` (DESIGN.md §3). */
+  /** Stable id, e.g. `cpt.stable` (docs/architecture.md#stage-ids). */
   id: string;
   kind: StepKind;
   backend: BackendName;

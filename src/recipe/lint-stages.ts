@@ -113,7 +113,7 @@ const cptSchedule: Check = (r) => {
     out.push(warning('model.base', 'not set: CPT starts from random weights; set it to the base model as a torch_dist checkpoint root'));
   }
   if (c.backend === 'megatron' && c.profile) {
-    out.push(warning('cpt.profile', `on, as in the InfiR2 scripts: with logInterval ${c.logInterval} Megatron also writes a CUDA memory snapshot every iteration (docs §7); set cpt.profile: false unless you are profiling`));
+    out.push(warning('cpt.profile', `on, as in the InfiR2 scripts: with logInterval ${c.logInterval} Megatron also writes a CUDA memory snapshot every iteration (docs/infir2-recipe.md §7); set cpt.profile: false unless you are profiling`));
   }
   if (c.backend === 'megatron' && c.data.match(/\.(bin|idx)$/)) {
     out.push(error('cpt.data', `Megatron takes the indexed-dataset prefix: drop the .${c.data.slice(-3)} extension`));
@@ -175,11 +175,11 @@ const extraArgs: Check = (r) => {
       const flag = arg.split('=')[0]!;
       const at = `${s.path}.extraArgs.${j}`;
       if (RESETS.includes(flag) && s.path !== 'eval' && s.path !== 'convert') {
-        out.push(error(at, `${flag} drops the optimizer/scheduler (or RNG) state every time the stage resumes, so a crash replays warmup and resets Adam (the InfiR2 scripts' defect, docs §3.2): remove it; infir2 resumes with the full state`));
+        out.push(error(at, `${flag} drops the optimizer/scheduler (or RNG) state every time the stage resumes, so a crash replays warmup and resets Adam (the InfiR2 scripts' defect, docs/infir2-recipe.md §3.2): remove it; infir2 resumes with the full state`));
       } else if (MANAGED.includes(flag) && (s.path === 'cpt' || s.path.startsWith('sft') || s.path === 'rl')) {
         out.push(error(at, `${flag} is set by infir2 to keep one checkpoint lineage across phases and resumes; remove it (pick a decay start with \`infir2 fork --from-iteration N\`, initial weights with refLoad)`));
       } else if ((flag === '--rdzv-endpoint' || flag === '--rdzv_endpoint') && s.backend === 'slime') {
-        out.push(error(at, `${flag} is not a slime argument (slime rejects unknown arguments, docs §7); Ray places the processes`));
+        out.push(error(at, `${flag} is not a slime argument (slime rejects unknown arguments, docs/infir2-recipe.md §7); Ray places the processes`));
       }
     });
   }

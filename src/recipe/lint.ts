@@ -21,7 +21,7 @@ const checkpointRoots: Check = (r) => {
   ];
   for (const [path, dir] of roots) {
     if (dir && ITER_DIR.test(dir)) {
-      out.push(error(path, `${dir} is an iteration directory: Megatron looks for latest_checkpointed_iteration.txt inside it, finds none and trains from random init (docs §3.3); give the checkpoint root above it`));
+      out.push(error(path, `${dir} is an iteration directory: Megatron looks for latest_checkpointed_iteration.txt inside it, finds none and trains from random init (docs/infir2-recipe.md §3.3); give the checkpoint root above it`));
     }
   }
   return out;
@@ -37,10 +37,10 @@ const archConsistency: Check = (r) => {
   for (const [path, arch] of stages) {
     if (!arch) continue;
     if (arch.rotaryBase !== undefined && arch.rotaryBase !== base.rotaryBase) {
-      out.push(error(`${path}.rotaryBase`, `${arch.rotaryBase} differs from model.arch.rotaryBase ${base.rotaryBase}, the RoPE base the weights were trained with; slime asserts rope_theta == rotary_base against the HF config, or RoPE silently changes (docs §7): use ${base.rotaryBase}`));
+      out.push(error(`${path}.rotaryBase`, `${arch.rotaryBase} differs from model.arch.rotaryBase ${base.rotaryBase}, the RoPE base the weights were trained with; slime asserts rope_theta == rotary_base against the HF config, or RoPE silently changes (docs/infir2-recipe.md §7): use ${base.rotaryBase}`));
     }
     if (arch.vocabSize !== undefined && arch.vocabSize !== base.vocabSize) {
-      out.push(warning(`${path}.vocabSize`, `${arch.vocabSize} differs from model.arch.vocabSize ${base.vocabSize}: Megatron pads the tokenizer's size and ignores --vocab-size with HuggingFaceTokenizer (docs §7); check the embedding shapes of the checkpoint this stage loads`));
+      out.push(warning(`${path}.vocabSize`, `${arch.vocabSize} differs from model.arch.vocabSize ${base.vocabSize}: Megatron pads the tokenizer's size and ignores --vocab-size with HuggingFaceTokenizer (docs/infir2-recipe.md §7); check the embedding shapes of the checkpoint this stage loads`));
     }
     if (arch.maxContext !== undefined && arch.maxContext > base.maxContext) {
       out.push(warning(`${path}.maxContext`, `${arch.maxContext} is beyond model.arch.maxContext ${base.maxContext}`));
@@ -64,7 +64,7 @@ const dataFiles: Check = (r) => {
   for (const [path, file, backend] of files) {
     if (!file) continue;
     if (backend === 'slime' && !/\.(jsonl|parquet)$/.test(file)) {
-      out.push(error(path, `slime reads only a .jsonl or .parquet file here (a directory raises ValueError, docs §2.2): point it at the file itself`));
+      out.push(error(path, `slime reads only a .jsonl or .parquet file here (a directory raises ValueError, docs/infir2-recipe.md §2.2): point it at the file itself`));
     } else if (backend === 'local' && !file.endsWith('.jsonl')) {
       out.push(error(path, 'the local trainer reads a .jsonl file'));
     }
@@ -96,7 +96,7 @@ const exports: Check = (r) => {
   if (c && fp8Enabled(r)) {
     if (c.fp8.fmt === 'none') {
       const rlReads = r.rl && r.rl.backend === 'slime' && !r.rl.hfCheckpoint;
-      const msg = `the FP8 config would have no quantization_config.fmt; slime asserts fmt == "e4m3" when it loads it (KeyError: 'fmt', docs §4.2): set convert.fp8.fmt: e4m3`;
+      const msg = `the FP8 config would have no quantization_config.fmt; slime asserts fmt == "e4m3" when it loads it (KeyError: 'fmt', docs/infir2-recipe.md §4.2): set convert.fp8.fmt: e4m3`;
       out.push(rlReads ? error('convert.fp8.fmt', msg) : warning('convert.fp8.fmt', msg));
     }
     const pool = r.pools[c.pool];
@@ -203,6 +203,16 @@ const retention: Check = (r) => {
   if (rl && !rl.keep.boundaries && (rl.curriculum.length > 1 || (r.convert && r.eval?.models?.includes('rl')))) {
     refuse('rl', `a curriculum stage's final checkpoint, which ${rl.curriculum.length > 1 ? 'the next stage' : 'convert.rl'} loads`);
   }
+  // slime names a checkpoint by its rollout id, from 0: the saves are k × saveInterval − 1 (19, 39, …), so
+  // `every: 1000` keeps none of them. Retention would then thin nothing the user meant to keep.
+  const slimeEvery = (path: string, s: { backend: string; saveInterval: number; keep: { every?: number | undefined } }, span: number) => {
+    const every = s.keep.every;
+    if (s.backend !== 'slime' || !every) return;
+    for (let id = s.saveInterval - 1; id < span; id += s.saveInterval) if (id % every === 0) return;
+    out.push(warning(`${path}.keep.every`, `${every} keeps no checkpoint: slime names them by rollout id, ${s.saveInterval - 1}, ${2 * s.saveInterval - 1}, … (saveInterval ${s.saveInterval}), and none is a multiple of ${every}; use keep.last`));
+  };
+  sft.forEach((s, i) => slimeEvery(`sft.${i}`, s, sftSteps(s) ?? 0));
+  if (rl) slimeEvery('rl', rl, Math.max(...rl.curriculum.map((c) => c.rollouts)));
   return out;
 };
 

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
 import type { z } from 'zod';
 import { isPathSchema } from './fields.js';
+import { embeddedStateDir, STATE_DIR_VAR } from './project-root.js';
 
 /** The parts of a zod schema's definition the walkers read (zod 4 keeps them in `_zod.def`). */
 export type ZodDef = {
@@ -58,9 +59,13 @@ export function objectKeys(s: z.ZodType | undefined): string[] | undefined {
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** `~/x` → home, relative → against `baseDir`; absolute paths are left alone. */
+/**
+ * `~/x` → home, `$INFIR2_HOME/x` → the embedded default's state directory (INFIR2_HOME, else `.infir2/` in the
+ * checkout), relative → against `baseDir`; absolute paths are left alone.
+ */
 export function resolvePath(p: string, baseDir: string): string {
   if (p === '~' || p.startsWith('~/')) return resolve(homedir(), p.slice(2));
+  if (p === STATE_DIR_VAR || p.startsWith(`${STATE_DIR_VAR}/`)) return resolve(embeddedStateDir(), p.slice(STATE_DIR_VAR.length + 1));
   return isAbsolute(p) ? resolve(p) : resolve(baseDir, p);
 }
 

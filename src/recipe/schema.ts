@@ -27,7 +27,9 @@ export const recipeSchema = z.strictObject({
     .enum(PRECISIONS)
     .default('fp8')
     .describe('`fp8`: TransformerEngine blockwise E4M3 training and an FP8 export for RL and eval; `bf16`: neither'),
-  runDir: path().describe('directory of the runs: each lives in `<runDir>/<run id>/` (shared storage on a cluster)'),
+  runDir: path().describe(
+    'directory of the runs: each lives in `<runDir>/<run id>/` (shared storage on a cluster). `$INFIR2_HOME/…` is under the embedded default\'s state directory (`INFIR2_HOME`, else `.infir2/` in the checkout), where the presets put their runs',
+  ),
   fp8BlockSize: count().default(128).describe('block size of the local trainer\'s FP8: emulated at any size on CPU; real FP8 GEMMs on a Hopper GPU need 128, TransformerEngine\'s blockwise recipe'),
   software,
   logs,

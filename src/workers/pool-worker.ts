@@ -4,7 +4,7 @@
  * CUDA_VISIBLE_DEVICES. On SIGTERM/SIGINT it stops polling, lets running trainers checkpoint and exit (the
  * supervisor sends them SIGTERM), and exits.
  */
-import { Runtime, Worker, type Logger } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
 import { hostname } from 'node:os';
 import { createActivities, orchestratorActivities } from '../activities/index.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
@@ -17,6 +17,7 @@ import { watchServerIdentity } from './server-identity.js';
 import { completionProbe } from './server-probe.js';
 import { gpuOverlapWarnings, liveWorkers, registerWorker } from './worker-registry.js';
 import { encodedFailuresConverterPath, workflowBundle } from './workflow-bundle.js';
+import { installWorkerRuntime } from './worker-log.js';
 
 export interface PoolWorkerOptions {
   /** Task queues of the pools to serve. */
@@ -46,28 +47,12 @@ export interface PoolWorkerOptions {
   log?: (msg: string) => void;
 }
 
-let runtimeInstalled = false;
-
-function quietRuntime(log: (m: string) => void): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  const logger: Logger = {
-    log: (level, message) => (level === 'WARN' || level === 'ERROR' ? log(`${level.toLowerCase()}: ${message}`) : undefined),
-    trace: () => undefined,
-    debug: () => undefined,
-    info: () => undefined,
-    warn: (m) => log(`warn: ${m}`),
-    error: (m) => log(`error: ${m}`),
-  };
-  Runtime.install({ logger });
-}
-
 /** Why the worker stopped by itself (null: it was asked to, by a signal). */
 export type WorkerEnd = { replacedServer: string } | null;
 
 export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd> {
   const log = opts.log ?? ((m: string) => process.stderr.write(`${m}\n`));
-  quietRuntime(log);
+  installWorkerRuntime(log);
   const killGraceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
   // With INFIR2_CODEC_KEY every payload the worker writes is encrypted, failure messages included (the workflows'
   // failures by their bundle, the activities' by the converter at that path); a malformed key stops it here.
@@ -130,7 +115,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         /* already stopping */
       }
     }
-  });
+  }, undefined, (_answers, msg) => log(`${new Date().toISOString()} ${msg}`));
   log(`worker ready: ${[opts.orchestrator ? ORCHESTRATOR_TASK_QUEUE : null, ...opts.taskQueues].filter(Boolean).join(', ')}; ${slots} slot(s); GPUs: ${opts.gpus.join(',') || 'none'}${encrypting ? `; payloads encrypted (key id ${codec.keyId})` : ''}`);
   try {
     await Promise.all(workers.map((w) => w.run()));

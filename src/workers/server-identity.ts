@@ -20,18 +20,33 @@ async function clusterId(connection: NativeConnection): Promise<string | null> {
 }
 
 /**
- * Call `onReplaced` once if the server behind `connection` turns out to be another cluster than at start.
- * Returns the stop function.
+ * Call `onReplaced` once if the server behind `connection` turns out to be another cluster than at start, and
+ * `onAnswer` when it stops answering and when it answers again (the worker's log says both: sdk-core retries
+ * quietly, and running trainers do not need the server). Returns the stop function.
  */
-export async function watchServerIdentity(connection: NativeConnection, address: string, onReplaced: (msg: string) => void, everyMs = IDENTITY_CHECK_MS): Promise<() => void> {
+export async function watchServerIdentity(
+  connection: NativeConnection,
+  address: string,
+  onReplaced: (msg: string) => void,
+  everyMs = IDENTITY_CHECK_MS,
+  onAnswer: (answers: boolean, msg: string) => void = () => undefined,
+): Promise<() => void> {
   const first = await clusterId(connection);
   if (!first) return () => undefined; // a server that does not say cannot be told apart: nothing to watch
   let busy = false;
+  let silentSince: number | null = null;
   const timer = setInterval(() => {
     if (busy) return;
     busy = true;
     void clusterId(connection)
       .then((now) => {
+        if (!now && silentSince === null) {
+          silentSince = Date.now();
+          onAnswer(false, `the Temporal server at ${address} does not answer: running trainers go on; the worker retries, and holds any step's outcome until it answers`);
+        } else if (now && silentSince !== null) {
+          onAnswer(true, `the Temporal server at ${address} answers again (silent for about ${Math.max(1, Math.round((Date.now() - silentSince) / 1000))} s)`);
+          silentSince = null;
+        }
         if (now && now !== first) {
           clearInterval(timer);
           onReplaced(`the Temporal server at ${address} is now another cluster (id ${first} → ${now}: a different database); stopping so that this worker never mixes the runs of two servers`);

@@ -1,7 +1,7 @@
 /**
  * A real Slurm cluster on this machine for the cluster tier: munged, slurmctld and two slurmd (nodes n1 and n2,
  * Debian's build allows several on one host), on a private directory and private ports, started and stopped by
- * the tests. Facts it rests on: ../shared/docs/slurm-on-one-machine.md (munge's directory modes, the cgroup
+ * the tests. Facts it rests on: docs/slurm-on-one-machine.md (munge's directory modes, the cgroup
  * proctrack that alone kills every leftover of a step). Clients find it through SLURM_CONF.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';

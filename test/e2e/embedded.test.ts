@@ -1,6 +1,6 @@
 /**
  * The embedded default through the built CLI, as a user types it: `up`, `status`, `cancel`, `down`, and the
- * exit codes of DESIGN.md §4 (3 when Temporal is unreachable, 2 for bad usage).
+ * exit codes of README.md#the-verbs (3 when Temporal is unreachable, 2 for bad usage).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
@@ -71,7 +71,8 @@ describe('infir2 up / down', () => {
     home = mkdtempSync(join(tmpdir(), 'infir2-home-'));
     const port = await freePort();
     env = { INFIR2_HOME: home, TEMPORAL_ADDRESS: `127.0.0.1:${port}` };
-    const up = await infir2(['up', '--port', String(port), '--headless'], env);
+    // No --port: `up` starts where TEMPORAL_ADDRESS, which every other verb reads, points.
+    const up = await infir2(['up', '--headless'], env);
     expect(up.stderr).toBe('');
     expect(up.code).toBe(0);
     expect(up.stdout).toContain(`Temporal: 127.0.0.1:${port}`);
@@ -85,6 +86,14 @@ describe('infir2 up / down', () => {
     const r = await infir2(['up'], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/already running/);
+  });
+
+  it('refuses a TEMPORAL_ADDRESS that is not where its running server is (exit 2), naming both', async () => {
+    const r = await infir2(['up'], { ...env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(
+      `error: the embedded server already runs at ${env.TEMPORAL_ADDRESS} (state in ${home}), but TEMPORAL_ADDRESS=127.0.0.1:1: the other verbs would not find it; set TEMPORAL_ADDRESS=${env.TEMPORAL_ADDRESS}, or \`infir2 down\` first\n`,
+    );
   });
 
   it('answers status for an unknown run with exit 2 and a one-line error', async () => {

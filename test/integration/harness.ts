@@ -44,7 +44,8 @@ export interface Env {
   /** What a worker started here has printed so far. */
   outputOf(w: ChildProcess): string;
   stopWorker(w: ChildProcess): Promise<void>;
-  restartServer(): Promise<void>;
+  /** Stop the dev server and start it again on the same database, after `downMs` (default 0) without it. */
+  restartServer(downMs?: number): Promise<void>;
   teardown(): Promise<void>;
 }
 
@@ -96,8 +97,9 @@ export async function setupEnv(name: string, opts: EnvOptions = {}): Promise<Env
     async stopWorker(w) {
       if (w.pid && groupAlive(w.pid)) await terminateGroup(w.pid, 15_000);
     },
-    async restartServer() {
+    async restartServer(downMs = 0) {
       await stopDevServer(server.pid);
+      if (downMs) await sleep(downMs);
       server = await startDevServer(serverOpts);
       env.server = server;
     },

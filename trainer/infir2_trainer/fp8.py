@@ -1,4 +1,4 @@
-"""FP8 numerics of the InfiR2 recipe, emulated in FP32 (docs: /work/shared/docs/fp8-numerics.md).
+"""FP8 numerics of the InfiR2 recipe, emulated in FP32 (docs/fp8-numerics.md).
 
 InfiR2 trains with Megatron + TransformerEngine `Float8BlockScaling` (`--fp8-format e4m3 --fp8-recipe blockwise`):
 

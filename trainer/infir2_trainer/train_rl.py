@@ -1,4 +1,4 @@
-"""`rl`: GRPO as slime implements it (train.py; docs fp8-numerics.md section 6).
+"""`rl`: GRPO as slime implements it (train.py; docs/fp8-numerics.md §6).
 
 One rollout = --rollout-batch-size prompts x --n-samples-per-prompt responses, sampled at
 --rollout-temperature up to --rollout-max-response-len tokens. Reward (deepscaler): 1 if the text after the last

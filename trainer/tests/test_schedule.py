@@ -1,4 +1,4 @@
-"""Megatron's OptimizerParamScheduler: the WSD formula (fp8-numerics.md section 5), units, override rules."""
+"""Megatron's OptimizerParamScheduler: the WSD formula (docs/fp8-numerics.md §5), units, override rules."""
 import math
 
 import pytest

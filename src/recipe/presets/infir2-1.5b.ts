@@ -1,6 +1,6 @@
 /**
  * InfiR2 FP8 for Qwen2.5-1.5B: `scripts/CPT/InfiR2_CPT_FP8_1.5B*.sh`, `scripts/SFT/InfiR2_SFT_FP8_1.5B_stage{1,2}.sh`
- * and the eval scripts (docs §2–5). InfiR2 ships no 1.5B RL scripts, so there is no RL stage; the FP8 export
+ * and the eval scripts (docs/infir2-recipe.md §2–5). InfiR2 ships no 1.5B RL scripts, so there is no RL stage; the FP8 export
  * is what gets evaluated. It differs from the 7B preset where the scripts differ: TP 2, the 1.5B shapes, tied
  * embeddings, SFT LR 5e-5 / 5e-6 and slime's 1.5B model script (vocab 151936).
  */

@@ -35,7 +35,7 @@ const SFT_COMMON = {
   arch: SLIME_MODEL_7B,
   wandbProject: 'slime-dev',
   profile: { pytorchProfiler: true, stepStart: 16, stepEnd: 18, recordMemoryHistory: true },
-  // Cluster-specific in the scripts (docs §7): edit for your network.
+  // Cluster-specific in the scripts (docs/infir2-recipe.md §7): edit for your network.
   env: { NCCL_SOCKET_IFNAME: 'bond0' },
 } as const;
 
@@ -49,7 +49,7 @@ export const infir2_7b: RecipeInput = {
   name: 'infir2-7b',
   description: 'InfiR2 FP8 recipe for Qwen2.5-7B (CPT → SFT ×2 → HF/FP8 export → RL 8K→16K → eval)',
   precision: 'fp8',
-  runDir: 'runs',
+  runDir: '$INFIR2_HOME/runs',
   software: {
     megatron: '/root/Megatron-LM',
     slime: '/root/slime',
@@ -117,7 +117,7 @@ export const infir2_7b: RecipeInput = {
     wandbProject: 'qwen2.5_7b',
   },
   sft: [
-    // InfiAlign-SFT-72k / -165k; `samples` is the row count the dataset names give (docs §2.2): set the
+    // InfiAlign-SFT-72k / -165k; `samples` is the row count the dataset names give (docs/infir2-recipe.md §2.2): set the
     // exact count of your file, or leave it out and let the loader count a local .jsonl.
     { ...SFT_COMMON, data: '/path/to/InfiAlign-SFT-72k.jsonl', samples: 72000, wandbGroup: 'InfiR2-sft-fp8-7B-stg1' },
     { ...SFT_COMMON, data: '/path/to/InfiAlign-SFT-165k.jsonl', samples: 165000, wandbGroup: 'InfiR2-sft-fp8-7B-stg2' },

@@ -1,5 +1,5 @@
 /**
- * The InfiR2 evaluation scripts (`scripts/eval/{aime24,aime25,gpqa,livecodebenchv5}_eval.sh`, docs §5): one
+ * The InfiR2 evaluation scripts (`scripts/eval/{aime24,aime25,gpqa,livecodebenchv5}_eval.sh`, docs/infir2-recipe.md §5): one
  * SGLang server per benchmark, evalscope in service mode, the scripts' default generation configs.
  */
 import type { RecipeInput } from '../schema.js';

@@ -33,7 +33,7 @@ export const tiny: RecipeInput = {
   name: 'tiny',
   description: 'Every InfiR2 stage on a 2-layer model with the local reference trainer (CPU, FP8 emulated)',
   precision: 'fp8',
-  runDir: 'runs',
+  runDir: '$INFIR2_HOME/runs',
   fp8BlockSize: 32,
   // The reference trainer runs on Debian's torch 1.13 (which calls itself 1.13.0a0+gitunknown, a pre-release
   // that `>=1.13` would refuse) and on the GPU's pinned 2.11 (docs/gpu.md).

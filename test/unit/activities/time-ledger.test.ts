@@ -40,6 +40,35 @@ describe('the time ledger', () => {
     expect(done.failure).toBeNull();
   });
 
+  it("takes the compute of the first line's iterations out of startup: a warmup of 10 iterations logged once is not 0 % productive", () => {
+    // The tiny recipe's cpt.warmup: --log-interval 10, one line at iteration 10 after 1.04 s (41.4 ms per iteration),
+    // its save, its exit. Before, the whole 1.04 s was startup and the step showed 0.2 % goodput.
+    const t = newAttemptTime(1, 0, 0.04 * S, '812@vm');
+    launched(t, 0.04 * S, null, ['python', 'main.py', 'pretrain', '--log-interval', '10']);
+    observeTime(t, { iteration: 10, totalIterations: 600, msPerIteration: 41.4 }, 1.08 * S, null);
+    observeTime(t, { savingCheckpoint: true }, 1.082 * S, null);
+    observeTime(t, { checkpointSaved: 10 }, 1.088 * S, null);
+    const done = closeAttempt(t, 1.29 * S, null);
+    expect(done.secs.productive).toBeCloseTo(0.414 + 0.002, 6);
+    expect(done.secs.startup).toBeCloseTo(1.04 - 0.414, 6);
+    expect(totalSec(done.secs)).toBeCloseTo(1.29, 9);
+    expect(done.worker).toBe('812@vm');
+  });
+
+  it('counts at most the iterations since the checkpoint loaded, at most one log interval, never more than the silence', () => {
+    const first = (from: number | null, iteration: number, ms: number, at: number) => {
+      const t = newAttemptTime(1, 0, 0);
+      launched(t, 0, from, ['--log-interval', '10']);
+      observeTime(t, { iteration, msPerIteration: ms }, at * S, null);
+      return t.secs;
+    };
+    expect(first(10, 20, 100, 5)).toEqual({ startup: 4, productive: 1 }); // stable resumed from 10: 10 iterations
+    expect(first(15, 20, 100, 5)).toEqual({ startup: 4.5, productive: 0.5 }); // resumed from a save between lines
+    expect(first(null, 490, 100, 5)).toEqual({ startup: 4, productive: 1 }); // unknown start: one log interval
+    expect(first(null, 490, 1000, 5)).toEqual({ productive: 5 }); // never more than the silence
+    expect(first(10, 20, 0, 5)).toEqual({ startup: 5 }); // no time per iteration: all startup, as before
+  });
+
   it('counts iterations an earlier attempt already reached as recomputed, the rest as productive', () => {
     // Resumed from 4; the previous attempt had reached 6: iterations 5 and 6 are trained again.
     const t = fold([[3, { loadingCheckpoint: true }], [8, it_(5)], [9, it_(6)], [10, it_(7)], [11, it_(8)]], 6);

@@ -1,5 +1,5 @@
 /**
- * src/backends/tools/fp8-cast.py around a fake bf16_cast_fp8.py that behaves as docs §4.2 describes: the
+ * src/backends/tools/fp8-cast.py around a fake bf16_cast_fp8.py that behaves as docs/infir2-recipe.md §4.2 describes: the
  * wrapper adds quantization_config.fmt, copies the tokenizer files the tool skips, recomputes the index's
  * total_size, and passes pow-2 off as the empty string argparse needs.
  */

@@ -27,6 +27,7 @@ const MODULES: Record<string, () => Promise<VerbModule>> = {
   compare: () => import('../../../src/cli/compare.js'),
   parity: () => import('../../../src/cli/parity.js'),
   cancel: () => import('../../../src/cli/cancel.js'),
+  'replay-check': () => import('../../../src/cli/replay-check.js'),
   'codec-server': () => import('../../../src/cli/codec-server.js'),
   worker: () => import('../../../src/cli/worker.js'),
 };

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPlan } from '../../../src/cli/recipe-input.js';
 import { UsageError } from '../../../src/errors.js';
 import type { Plan } from '../../../src/plan/types.js';
+import { embeddedStateDir } from '../../../src/recipe/project-root.js';
 import { ensureBuilt, ROOT, runInProcess, runSubprocess } from './run-cli.js';
 
 describe('infir2 validate', () => {
@@ -49,19 +50,33 @@ describe('infir2 validate', () => {
 });
 
 describe('infir2 plan', () => {
-  it('prints a stage table: id, backend, pool, GPUs, dependencies, iterations, command head', async () => {
+  it('leads with the steps and what each does, then the training facts, the commands, retries and stall limits', async () => {
     const r = await runInProcess(['plan', 'tiny', '--run-id', 'demo']);
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines[0]).toBe('recipe tiny · tiny-qwen2 · fp8 · run demo');
-    expect(lines[1]).toBe(`run dir ${join(ROOT, 'runs/demo')}`);
-    expect(lines[3]).toMatch(/^STEP\s+BACKEND\s+POOL\s+GPUS\s+DEPENDS ON\s+ITERATIONS\s+COMMAND$/);
-    expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+local\s+0\s+-\s+→ 10\s+python main\.py pretrain$/);
+    expect(lines[1]).toBe(`run dir ${join(embeddedStateDir(), 'runs/demo')}`);
+    expect(lines[3]).toMatch(/^STEP\s+POOL\s+GPUS\s+AFTER\s+WHAT$/);
+    // Each step's one-line summary is its WHAT.
+    expect(lines[4]).toMatch(/^cpt\.warmup\s+local\s+0\s+-\s+CPT warmup: iterations 0→10 of the 600-iteration WSD schedule \(linear LR warmup to 0\.005\)$/);
     expect(lines.slice(4, 16).map((l) => l.split(/\s+/)[0])).toEqual([
       'cpt.warmup', 'cpt.stable', 'cpt.decay', 'sft.stage1', 'sft.stage2', 'convert.hf', 'convert.fp8', 'rl.stage1', 'rl.stage2', 'eval.fp8.arith', 'convert.rl', 'eval.rl.arith',
     ]);
-    // Then the stall limits in force, steps with the same limits on one line.
-    expect(lines.slice(16)).toEqual([
+    const at = (head: RegExp) => lines.findIndex((l) => head.test(l));
+    // Training facts: the training steps only, read from their argv.
+    const facts = at(/^STEP\s+GPUS\s+TP·PP·CP·DP\s+MICRO\s+GLOBAL\s+SEQ\s+TOKENS\/STEP\s+ITERATIONS\s+TOKENS\s+PRECISION\s+LR SCHEDULE$/);
+    expect(facts).toBeGreaterThan(16);
+    expect(lines[facts + 2]).toMatch(/^cpt\.stable\s+CPU\s+1·1·1·1\s+16\s+16\s+64\s+1\.02k\s+10→480\s+481k\s+fp8 e4m3 blockwise 32×32\s+WSD 0\.005, warmup 10, cosine decay 120 → 5e-4$/);
+    expect(lines[facts + 6]).toMatch(/^rl\.stage1\s+CPU\s+1·1·1·1\s+-\s+64 \(16×8\)\s+-\s+-\s+15 rollouts\s+-\s+fp8 e4m3 blockwise 32×32\s+constant 2e-4$/);
+    expect(lines[facts + 8]).toBe('CPT in all: 614k tokens');
+    // The commands in short, with how much the short form leaves out.
+    const commands = at(/^STEP\s+BACKEND\s+COMMAND$/);
+    expect(lines[commands + 1]).toMatch(/^cpt\.warmup\s+local\s+python main\.py pretrain  \+\d+ arguments$/);
+    // Retry budgets and stall limits, steps with the same values on one line.
+    expect(lines.slice(at(/^retry budgets/))).toEqual([
+      'retry budgets (failures in a row without a new checkpoint, per class; a config failure is never retried):',
+      '  cpt.warmup, cpt.stable, cpt.decay, sft.stage1, sft.stage2, rl.stage1, rl.stage2: crash 3, hang 2, oom 1, preempted 10, storage 12',
+      '  convert.hf, convert.fp8, eval.fp8.arith, convert.rl, eval.rl.arith: crash 1, hang 1, oom 1, preempted 3, storage 6',
       '',
       'stall limits (silent longer than this: a hang, stopped and retried):',
       '  cpt.warmup, cpt.stable, cpt.decay: startup 5m, then max(20s, 10×p95 gap); save 5m (then 4×longest save), eval 5m; at most 5m',
@@ -70,9 +85,39 @@ describe('infir2 plan', () => {
       '  rl.stage1, rl.stage2: startup 5m, then max(10m, 3×max gap); save 5m (then 4×longest save); at most 5m',
       // The checkpoint-interval section: the tiny recipe trains on CPU, where a per-GPU-hour failure rate says nothing.
       '',
-      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md',
+      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md#checkpoint-interval',
       'no training stage runs on GPUs: the failure rate is per GPU-hour',
     ]);
+  });
+
+  it("states the 7B recipe's parallel layout, batches and tokens as Megatron and slime will run them", async () => {
+    const r = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--run-id', 'demo']);
+    expect(r.code, r.stderr).toBe(0);
+    const row = (id: string) => r.stdout.split('\n').find((l) => l.startsWith(`${id} `) && /·/.test(l))?.split(/\s{2,}/);
+    expect(row('cpt.warmup')).toEqual(['cpt.warmup', '8', '4·1·1·2', '1', '128', '32768', '4.19M', '0→5000', '21.0B', 'fp8 e4m3 blockwise param-gather', 'WSD 1e-4, warmup 5000, cosine decay 5000 → 1e-5']);
+    expect(row('cpt.decay')?.slice(7, 9)).toEqual(['35000→40000', '21.0B']);
+    expect(row('sft.stage2')).toEqual(['sft.stage2', '16', '4·1·1·4', 'dyn ≤32.8k tok/GPU', '64', '-', '-', '12890 steps', '-', 'fp8 e4m3 blockwise param-gather', 'cosine 2e-5 → 2e-6, warmup 5 %']);
+    expect(row('rl.stage1')).toEqual(['rl.stage1', '32', '4·1·2·4', 'dyn ≤8.19k tok/GPU', '2048 (128×16)', '-', '-', '10240 rollouts', '-', 'fp8 e4m3 blockwise param-gather', 'constant 1e-6']);
+    expect(r.stdout).toContain('\nCPT in all: 168B tokens\n');
+  });
+
+  it('bounds the disk per checkpoint directory: warmup and stable, which share one, are counted once', async () => {
+    const r = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--run-id', 'demo']);
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines.slice(lines.indexOf('checkpoint retention (what stays on disk; the rest is deleted as newer checkpoints are saved):') + 1).slice(0, 8)).toEqual([
+      '  cpt.warmup + cpt.stable (one directory): keep last 2, every 5000, boundaries 5000, 35000 → at most 12 checkpoints × 107 GB = 1279 GB with optimizer state (183 GB weights only)',
+      '  cpt.decay: keep last 2, every 5000, boundaries 40000 → at most 5 checkpoints × 107 GB = 533 GB with optimizer state (76 GB weights only)',
+      '  sft.stage1: keep last 2, boundaries 5624 → at most 4 checkpoints × 107 GB = 426 GB with optimizer state (61 GB weights only)',
+      '  sft.stage2: keep last 2, boundaries 12889 → at most 4 checkpoints × 107 GB = 426 GB with optimizer state (61 GB weights only)',
+      '  rl.stage1: keep last 2, boundaries 10239 → at most 4 checkpoints × 107 GB = 426 GB with optimizer state (61 GB weights only)',
+      '  rl.stage2: keep last 2, boundaries 10239 → at most 4 checkpoints × 107 GB = 426 GB with optimizer state (61 GB weights only)',
+      "  every directory together, at the run's end: at most 3518 GB",
+      '',
+    ]);
+    // A step without `keep` is named as keeping everything.
+    const none = await runInProcess(['plan', 'recipes/qwen2.5-7b-fp8.yaml', '--set', 'rl.keep={}']);
+    expect(none.stdout).toMatch(/^ {2}every directory together, at the run's end: at most 2665 GB, besides rl\.stage1, rl\.stage2, which keep every checkpoint \(no keep\)$/m);
   });
 
   it("shows each training stage's goodput and Young–Daly optimum under the table, or the estimates it needs", async () => {
@@ -83,12 +128,18 @@ describe('infir2 plan', () => {
     expect(r.code, r.stderr).toBe(0);
     const lines = r.stdout.trimEnd().split('\n');
     expect(lines.slice(lines.findIndex((l) => l.startsWith('checkpoint intervals')))).toEqual([
-      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md',
+      'checkpoint intervals · failure rate 1.97e-5 per GPU-hour (Llama 3) · restart 10m · docs/operations.md#checkpoint-interval',
       'STAGE  GPUS  MTBF  SAVE EVERY       GOODPUT  YOUNG–DALY OPTIMUM',
       'cpt    8     264d  1000 iterations  99.7 %   581 (14.5h): 99.8 %; 625 divides the phase boundaries: 99.8 %',
       'sft.0  16    132d  1000 steps       -        needs sft.0.estimates: { iterationTime, saveTime }',
       'sft.1  16    132d  1000 steps       -        needs sft.1.estimates: { iterationTime, saveTime }',
       'rl     32    66d   20 rollouts      99.1 %   53 (8.8h): 99.4 %; 64 divides every curriculum stage: 99.4 %',
+      // What the columns mean, and what a stage without estimates needs.
+      "  MTBF: how often the stage's GPUs together are expected to be interrupted: 1 / (failure rate × GPUs), from",
+      "  goodput.failureRate, by default Llama 3's pre-training (419 unexpected interruptions in 54 days on 16,384 H100s).",
+      "  GOODPUT: the share of the stage's time expected to train kept iterations with this save interval, after saves",
+      '  and the work redone after failures; YOUNG–DALY OPTIMUM: the interval where that share is highest, √(2 × save time × MTBF).',
+      '  needs sft.0.estimates: your measured times, e.g. sft.0: { estimates: { iterationTime: 90s, saveTime: 1m } } in the recipe.',
     ]);
   });
 
@@ -170,7 +221,7 @@ describe('the built CLI', () => {
     const r = await runSubprocess(['plan', join(ROOT, 'recipes/tiny.yaml'), '--json', '--run-id', 'here'], tmpdir());
     expect(r.code, r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout) as Plan;
-    expect(plan.runDir).toBe(join(ROOT, 'runs/here'));
+    expect(plan.runDir).toBe(join(embeddedStateDir(), 'runs/here')); // $INFIR2_HOME/runs
     expect(plan.steps[0]!.inputs.data).toBe(join(ROOT, 'trainer/data/cpt.jsonl'));
   });
 

@@ -521,7 +521,12 @@ describe('docs/cluster.md', () => {
     const main = read('src/cli/main.ts');
     const verbs = new Set([...main.matchAll(/^ {2}'?([a-z-]+)'?: \{(?: load: |\n\s+load: )/gm)].map((m) => m[1]));
     expect(verbs.size).toBe(17);
-    const used = new Set([...doc.matchAll(/(?:npx infir2|bin\/infir2\.js|`infir2) ([a-z][a-z-]*[a-z])\b/g)].map((m) => m[1]!));
+    // In prose: `infir2 verb`, bin/infir2 verb; in a code block also a line that starts with it (after VAR=value settings).
+    const blocks = [...doc.matchAll(/^```[^\n]*\n([\s\S]*?)^```/gm)].map((m) => m[1]!).join('\n');
+    const used = new Set([
+      ...[...doc.matchAll(/(?:bin\/infir2(?:\.js)?|`infir2|\$ infir2) ([a-z][a-z-]*[a-z])\b/g)].map((m) => m[1]!),
+      ...[...blocks.matchAll(/^\s*(?:[A-Z_]+=\S+\s+)*infir2 ([a-z][a-z-]*[a-z])\b/gm)].map((m) => m[1]!),
+    ]);
     for (const v of used) expect(verbs, `docs/cluster.md uses \`infir2 ${v}\``).toContain(v);
     expect(used.size).toBeGreaterThan(5);
   });

@@ -42,6 +42,8 @@ describe('parseMegatronLine: training_log', () => {
       loss: 2.345678,
       throughput: 461,
       throughputUnit: 'TFLOP/s/GPU',
+      // The time per iteration too: the ledger takes the first line's compute out of the startup before it.
+      msPerIteration: 8360,
     });
   });
 
@@ -82,7 +84,7 @@ describe('parseMegatronLine: training_log', () => {
 
   it.each(['NAN', 'nan', 'INF', 'inf', '-INF'])('keeps the iteration but reports no loss when the loss is %s', (bad) => {
     const ev = parseMegatronLine(megatronLine({ iteration: 321, total: 400, ms: 500, loss: bad, tflops: 300.5 }))!;
-    expect(ev).toEqual({ iteration: 321, totalIterations: 400, throughput: 300.5, throughputUnit: 'TFLOP/s/GPU' });
+    expect(ev).toEqual({ iteration: 321, totalIterations: 400, throughput: 300.5, throughputUnit: 'TFLOP/s/GPU', msPerIteration: 500 });
     expect('loss' in ev).toBe(false);
   });
 

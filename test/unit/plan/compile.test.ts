@@ -4,7 +4,7 @@ import { compilePlan, type CompileOptions } from '../../../src/plan/compile.js';
 import type { Plan } from '../../../src/plan/types.js';
 import { RecipeError } from '../../../src/recipe/issues.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
-import { projectRoot } from '../../../src/recipe/project-root.js';
+import { embeddedStateDir, projectRoot } from '../../../src/recipe/project-root.js';
 
 const ROOT = '/opt/infir2';
 
@@ -34,7 +34,7 @@ describe('compilePlan', () => {
   it('emits plain JSON with absolute paths only', async () => {
     const plan = await planOf('infir2-7b');
     expect(JSON.parse(JSON.stringify(plan))).toEqual(plan);
-    expect(plan.runDir).toBe(join(projectRoot(), 'runs', 'r1')); // the preset's runDir, against the project root
+    expect(plan.runDir).toBe(join(embeddedStateDir(), 'runs', 'r1')); // the preset's runDir, under the state directory
     for (const s of plan.steps) {
       expect(isAbsolute(s.command.cwd)).toBe(true);
       expect(s.command.cwd).toBe(join(plan.runDir, s.id));

@@ -13,6 +13,7 @@ import {
   stepSplit,
   totalSec,
   withAttempt,
+  withLastHeard,
   type AttemptTime,
   type StepTime,
 } from '../../../src/plan/goodput.js';
@@ -53,6 +54,21 @@ describe('a step\'s time', () => {
     expect(attemptSoFar(live, 150 * S)).toEqual({ waiting: 2, startup: 10, productive: 8 });
     const st = withAttempt({ ...hangThenDone, attempts: hangThenDone.attempts.slice(0, 1) }, live);
     expect(totalSec(stepSplit(st, 150 * S))).toBe(150);
+  });
+
+  it('counts a cancelled attempt as last heard, closed when the step ended: a run cancelled mid-step keeps its training time', () => {
+    // Cancelled at iteration 236 of cpt.stable: the workflow recorded no time for the attempt, its last progress
+    // (a checkpoint at 14 s) had startup 1 s and 13 s of training; the step ended 1.5 s later.
+    const heard: AttemptTime = { ...attempt(1, 0, null, { waiting: 0.1, startup: 1, productive: 12.9 }), attributedTo: 14 * S, open: 'training' };
+    const none: StepTime = { gpus: 0, attempts: [] };
+    const st = withLastHeard(none, heard, 15.5 * S);
+    expect(st.attempts).toHaveLength(1);
+    expect(stepSplit(st)).toEqual({ waiting: 0.1, startup: 1, productive: 12.9, overhead: 1.5 });
+    expect(stepGoodput(st).goodput).toBeCloseTo(12.9 / 15.5, 9);
+    // A record the workflow has already (a failure's, a result's) is never counted twice; a running one stays open.
+    expect(withLastHeard(hangThenDone, hangThenDone.attempts[1], 300 * S)).toBe(hangThenDone);
+    expect(withLastHeard(none, heard, null).attempts[0]).toBe(heard);
+    expect(withLastHeard(none, null, 15 * S)).toBe(none);
   });
 
   it('knows the highest iteration any attempt reached (what a resume recomputes up to)', () => {

@@ -164,7 +164,7 @@ describe.each([
       expect(s.resume!.argv.slice(5, -2)).toEqual(s.command.argv.slice(5));
     });
 
-    it('finishes on the last rollout id: 5 epochs of 72k and 165k rows (docs §2.2)', () => {
+    it('finishes on the last rollout id: 5 epochs of 72k and 165k rows (docs/infir2-recipe.md §2.2)', () => {
       expect(step(plan, 'sft.stage1').completion).toMatchObject({ iteration: 5624 });
       expect(step(plan, 'sft.stage2').completion).toMatchObject({ iteration: 12889 });
       expect(step(plan, 'sft.stage2').progress).toEqual({ format: 'slime', totalIterations: 12890 });
@@ -235,7 +235,7 @@ describe('InfiR2 7B RL (scripts/RL)', () => {
     expect(argv.slice(6, 9)).toEqual(['--', 'python3', 'train.py']);
     const vars = {
       STEP: join(RUN, id),
-      // HF_CHECKPOINT = the FP8 export (S6) for both stages; REF_LOAD = SFT stage 2, then RL stage 1 (docs §1).
+      // HF_CHECKPOINT = the FP8 export (S6) for both stages; REF_LOAD = SFT stage 2, then RL stage 1 (docs/infir2-recipe.md §1).
       HF_CHECKPOINT: join(RUN, 'convert.fp8/hf'),
       REF_LOAD: join(RUN, k === 1 ? 'sft.stage2/checkpoints' : 'rl.stage1/checkpoints'),
       LOAD_DIR: '/path/to/load_dir/',

@@ -57,6 +57,7 @@ describe('lint', () => {
     ['an FP8 export without fmt that RL does not read', 'infir2-1.5b', ['convert.fp8.fmt=none'], /^convert\.fp8\.fmt: the FP8 config would have no quantization_config\.fmt/],
     ['a webhook URL written in the recipe', 'tiny', ['notify.webhooks=[{url: "https://hooks.example/T/B/token"}]'], /^notify\.webhooks\.0\.url: is written in the recipe, so it travels in the plan and the run's history/],
     ['a CPT that starts from random weights', 'infir2-7b', ['model.base=null'], /^model\.base: not set: CPT starts from random weights/],
+    ['an RL keep.every that no slime checkpoint (a rollout id, 19, 39, …) is a multiple of', 'infir2-7b', ['rl.keep.every=1000'], /^rl\.keep\.every: 1000 keeps no checkpoint: slime names them by rollout id, 19, 39, … \(saveInterval 20\), and none is a multiple of 1000; use keep\.last$/],
     ['a local SFT stage on a torchrun pool, which stays one process', 'tiny', ['pools.local.launcher=torchrun', 'pools.local.ranksPerNode=2', 'cpt.microBatchSize=8'], /^sft\.0\.pool: the local trainer is data-parallel in pretraining only/],
   ])('warns about %s', async (_what, preset, sets, message) => {
     const { errors, warnings } = await issuesOf(preset, sets);

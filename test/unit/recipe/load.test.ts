@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RecipeError } from '../../../src/recipe/issues.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
-import { projectRoot } from '../../../src/recipe/project-root.js';
+import { embeddedStateDir, projectRoot } from '../../../src/recipe/project-root.js';
+import { stateDir } from '../../../src/util/paths.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'infir2-load-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -27,11 +28,31 @@ async function rejection(p: Promise<unknown>): Promise<string[]> {
 }
 
 describe('loadRecipe', () => {
-  it('loads a preset by name, its relative paths resolved against the project root', async () => {
+  it('loads a preset by name, its relative paths resolved against the project root, its runs under the state directory', async () => {
     const { recipe, source } = await loadRecipe('tiny');
     expect(source).toBe('preset:tiny');
-    expect(recipe.runDir).toBe(join(projectRoot(), 'runs'));
+    expect(recipe.runDir).toBe(join(embeddedStateDir(), 'runs'));
     expect(recipe.cpt?.data).toBe(join(projectRoot(), 'trainer/data/cpt.jsonl'));
+  });
+
+  it('resolves $INFIR2_HOME in a path to the state directory the CLI uses: INFIR2_HOME, else .infir2/ in the checkout', async () => {
+    const saved = process.env.INFIR2_HOME;
+    try {
+      delete process.env.INFIR2_HOME;
+      expect(embeddedStateDir()).toBe(join(projectRoot(), '.infir2'));
+      expect(embeddedStateDir()).toBe(stateDir());
+      expect((await loadRecipe('tiny', { sets: ['runDir=$INFIR2_HOME/elsewhere'] })).recipe.runDir).toBe(join(projectRoot(), '.infir2/elsewhere'));
+      process.env.INFIR2_HOME = join(tmp, 'home');
+      expect(embeddedStateDir()).toBe(join(tmp, 'home'));
+      expect(embeddedStateDir()).toBe(stateDir());
+      expect((await loadRecipe('tiny')).recipe.runDir).toBe(join(tmp, 'home/runs'));
+      // Only the whole first segment is the variable: `$INFIR2_HOMEX` is a relative path like any other.
+      const file = recipeFile('var', 'preset: tiny\nrunDir: $INFIR2_HOMEX/runs\n');
+      expect((await loadRecipe(file)).recipe.runDir).toBe(join(tmp, 'var/$INFIR2_HOMEX/runs'));
+    } finally {
+      if (saved === undefined) delete process.env.INFIR2_HOME;
+      else process.env.INFIR2_HOME = saved;
+    }
   });
 
   it("resolves a recipe's relative paths against its own directory, ~ against home, --set paths against the cwd", async () => {
