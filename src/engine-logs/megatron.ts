@@ -1,6 +1,6 @@
 /**
  * Megatron-LM's lines, as core_v0.14.0 prints them (and the local reference trainer, byte for byte). Each pattern
- * names the format string it reads; the real lines of an H100 run are in ../shared/docs/real-engines.md and
+ * names the format string it reads; the real lines of an H100 run are in docs/real-engines.md and
  * every variant has a fixture in test/fixtures/engine-logs.ts.
  */
 import type { EvalSplit, MetricsLine, ProgressEvent } from './events.js';

@@ -4,7 +4,7 @@ there, and stops it the way a trainer that saves on SIGTERM needs. Python standa
 with whatever python3 a node has, before any virtualenv is active.
 
 Why it exists (docs/operations.md "What a stop does"; measured on real Megatron-LM core_v0.14.0 and torchrun 2.11,
-/work/shared/docs/real-engines.md):
+docs/real-engines.md):
   - torch >= 2.1's torchrun starts each rank in a session of its own, and a rank whose torchrun died is reparented:
     a process group says nothing about which processes are the step's. This process is a child subreaper
     (prctl PR_SET_CHILD_SUBREAPER): whatever under it loses its parent becomes its child, so its tree on this node

@@ -3,7 +3,7 @@
  * (`INFIR2_LAUNCH=<token>`), which torchrun, srun, the ranks and their data-loader workers all inherit.
  *
  * A process group cannot say this: torch ≥ 2.1's torchrun starts each rank in a session of its own, and a rank
- * whose torchrun died is reparented out of any tree rooted at the launch (real-engines.md). The environment stays
+ * whose torchrun died is reparented out of any tree rooted at the launch (docs/real-engines.md). The environment stays
  * with the process whatever it does to its session, group or parent, and /proc shows it for as long as the process
  * lives. What it misses: a process that execs with a scrubbed environment; the launcher (src/launcher/), a child
  * subreaper, still holds those as descendants while it lives, and stops them itself.

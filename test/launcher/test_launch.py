@@ -1,7 +1,7 @@
 """The launcher (src/launcher/infir2_launch.py) with real processes, against a stand-in of torchrun >= 2.1's layout:
 an agent that starts each rank in a session of its own with RANK/LOCAL_RANK/TORCHELASTIC_RUN_ID set, each rank with
 a data-loader-like worker child that inherits them and dies on SIGTERM (torch's workers do; the rank then fails as
-torch's does: real-engines.md). A rank "saves" on SIGTERM only while its worker is alive, as Megatron's handler
+torch's does: docs/real-engines.md). A rank "saves" on SIGTERM only while its worker is alive, as Megatron's handler
 runs at the end of an iteration, after the data loader was asked for the next batch.
 """
 import json

@@ -42,7 +42,7 @@ def test_no_final_lines_after_an_exit_interval_and_no_test_line_without_a_test_s
 
 
 def test_the_line_formats_byte_for_byte():
-    # The real run's line (real-engines.md) with the PPL of its printed, rounded loss.
+    # The real run's line (docs/real-engines.md) with the PPL of its printed, rounded loss.
     assert validation_log("iteration 20", 7.569757) == "\n".join([
         "-" * 94, " validation loss at iteration 20 | lm loss value: 7.569757E+00 | lm loss PPL: 1.938669E+03 | ",
         "-" * 94])

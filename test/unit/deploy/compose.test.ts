@@ -520,7 +520,7 @@ describe('docs/cluster.md', () => {
   it('uses only verbs that the CLI has', () => {
     const main = read('src/cli/main.ts');
     const verbs = new Set([...main.matchAll(/^ {2}'?([a-z-]+)'?: \{(?: load: |\n\s+load: )/gm)].map((m) => m[1]));
-    expect(verbs.size).toBe(17);
+    expect(verbs.size).toBe(18);
     // In prose: `infir2 verb`, bin/infir2 verb; in a code block also a line that starts with it (after VAR=value settings).
     const blocks = [...doc.matchAll(/^```[^\n]*\n([\s\S]*?)^```/gm)].map((m) => m[1]!).join('\n');
     const used = new Set([

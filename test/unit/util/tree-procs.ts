@@ -1,6 +1,6 @@
 /**
  * A stand-in of torch >= 2.1's torchrun layout for the process-tree tests: an agent whose two ranks each lead a
- * session of their own with RANK/LOCAL_RANK/TORCHELASTIC_RUN_ID set (real-engines.md), each rank with a
+ * session of their own with RANK/LOCAL_RANK/TORCHELASTIC_RUN_ID set (docs/real-engines.md), each rank with a
  * data-loader-like worker child. A rank writes `saved<r>` on SIGTERM only if its worker is still alive, as
  * Megatron's handler can save only while its data loader lives.
  */
