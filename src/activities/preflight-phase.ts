@@ -9,6 +9,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { preflightOf } from '../plan/preflight-spec.js';
 import { rowLine } from '../preflight/checks.js';
 import { preflight, withVerdict } from '../preflight/preflight.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
@@ -20,7 +21,7 @@ export function preflightFile(runDir: string, stepId: string): string {
 }
 
 export async function preflightPhase(a: Attempt, keepAliveMs: number): Promise<void> {
-  const spec = a.step.preflight;
+  const spec = preflightOf(a.step);
   if (!spec) return; // a plan recorded before the preflight
   const { ctx, note, input } = a;
   // The probe may wait for srun to place it: the worker must not look dead meanwhile.

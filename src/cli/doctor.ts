@@ -8,7 +8,8 @@
  */
 import { hostname } from 'node:os';
 import { UsageError } from '../errors.js';
-import type { PlanStep, PreflightSpec } from '../plan/types.js';
+import { preflightOf, type ResolvedPreflight } from '../plan/preflight-spec.js';
+import type { PlanStep } from '../plan/types.js';
 import { type CheckRow } from '../preflight/checks.js';
 import { preflight } from '../preflight/preflight.js';
 import { KNOWN_BAD } from '../recipe/known-bad.js';
@@ -27,7 +28,7 @@ export const OPTIONS = {
 } satisfies Options;
 
 /** What `doctor` asks of an interpreter when no recipe says what a step needs: every package, no pins. */
-export function bareSpec(python: string): PreflightSpec {
+export function bareSpec(python: string): ResolvedPreflight {
   return { launch: [], python, env: {}, pythonPath: [], needs: [], uses: [...PACKAGES], versions: {}, skip: [], traits: [], gpus: 0, reads: {}, saves: null };
 }
 
@@ -43,7 +44,7 @@ interface Group {
 
 const OWN = new Set(['disk', 'paths']);
 
-async function check(targets: { id: string; spec: PreflightSpec; nodes: number }[], askGpu: boolean): Promise<Group[]> {
+async function check(targets: { id: string; spec: ResolvedPreflight; nodes: number }[], askGpu: boolean): Promise<Group[]> {
   const groups = new Map<string, Group>();
   for (const t of targets) {
     const res = await preflight(t.spec, { nodes: t.spec.launch.length ? t.nodes : 1, ...(askGpu ? { askGpu } : {}) });
@@ -88,17 +89,20 @@ export async function run(argv: string[]): Promise<number> {
   if (pos.length > 1) throw new UsageError([`doctor: unexpected argument '${pos[1]}'`, `usage: ${USAGE}`]);
   const [ref] = pos;
   if (!ref && (values.pool || values.set?.length)) throw new UsageError([`doctor: --pool and --set need a <recipe>`, `usage: ${USAGE}`]);
-  let targets: { id: string; spec: PreflightSpec; nodes: number }[];
+  let targets: { id: string; spec: ResolvedPreflight; nodes: number }[];
   let title: string;
   if (ref) {
     const plan = await loadPlan(ref, { sets: values.set ?? [], runId: 'doctor', ...(values.python ? { python: values.python } : {}) });
     const pools = Object.keys(plan.pools);
     if (values.pool && !pools.includes(values.pool)) throw new UsageError(`doctor: --pool: no pool '${values.pool}' in recipe '${plan.recipe}' (its pools: ${pools.join(', ')})`);
-    const steps = plan.steps.filter((s): s is PlanStep & { preflight: PreflightSpec } => !!s.preflight && (!values.pool || s.pool === values.pool));
+    const steps = plan.steps.filter((s) => !!s.preflight && (!values.pool || s.pool === values.pool));
     // An input an earlier step of the run makes (under the run's directory) does not exist before the run.
     const own = (p: string) => p === plan.runDir || p.startsWith(`${plan.runDir}/`);
-    const reads = (spec: PreflightSpec) => Object.fromEntries(Object.entries(spec.reads).filter(([, p]) => !own(p)));
-    targets = steps.map((s) => ({ id: s.id, spec: { ...s.preflight, reads: reads(s.preflight) }, nodes: s.nodes }));
+    const reads = (spec: ResolvedPreflight) => Object.fromEntries(Object.entries(spec.reads).filter(([, p]) => !own(p)));
+    targets = steps.map((s) => {
+      const spec = preflightOf(s)!;
+      return { id: s.id, spec: { ...spec, reads: reads(spec) }, nodes: s.nodes };
+    });
     title = `infir2 doctor: recipe '${plan.recipe}'${values.pool ? `, pool ${values.pool}` : ''}, from ${hostname()}`;
   } else {
     targets = [{ id: 'this node', spec: bareSpec(values.python ?? 'python3'), nodes: 1 }];

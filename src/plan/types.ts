@@ -252,8 +252,12 @@ export interface PreflightSpec {
   python: string;
   /** A launcher whose interpreter the trainer's is (torchrun's `#!` line, read on the worker); `python` if it names none. */
   via?: string;
-  /** The trainer's environment variables (a Ray job's runtime env for slime). */
-  env: Record<string, string>;
+  /**
+   * The trainer's environment variables where they are not its command's: a Ray job's runtime env (slime). Absent:
+   * the step's `command.env`, which the plan does not copy here (a large env would count twice against Temporal's
+   * payload limit); `preflightOf` fills it in.
+   */
+  env?: Record<string, string>;
   /** Put first on the interpreter's `sys.path`, as the trainer's launcher does (a Ray job's working directory). */
   pythonPath: string[];
   /** Packages the step cannot run without: one that is missing or does not import fails it. */

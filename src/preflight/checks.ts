@@ -4,7 +4,7 @@
  * and the paths it reads. One row per check; `fail` rows stop the step (a `config` failure), `warn` rows are
  * shown with it. Pure.
  */
-import type { PreflightSpec } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-spec.js';
 import { KNOWN_BAD, type Condition, type KnownBad } from '../recipe/known-bad.js';
 import { PACKAGE_LABEL, PACKAGES, SYSTEM_VERSIONS, type Package, type Pinnable } from '../recipe/software-checks.js';
 import { satisfies, type Installed } from '../recipe/version-spec.js';
@@ -84,7 +84,7 @@ function installedOf(n: NodeFacts, key: string): Installed | null {
   return p.facts.installed ? { version: p.version, commits: p.facts.commits } : null;
 }
 
-function holds(c: Condition, n: NodeFacts, spec: PreflightSpec): boolean {
+function holds(c: Condition, n: NodeFacts, spec: ResolvedPreflight): boolean {
   if ('step' in c) return spec.traits.includes(c.step);
   if ('finding' in c) return n.report.findings[c.finding] !== undefined;
   if ('importError' in c) {
@@ -105,13 +105,13 @@ function fill(text: string, n: NodeFacts): string {
   });
 }
 
-function knownBadRow(k: KnownBad, n: NodeFacts, spec: PreflightSpec): CheckRow | null {
+function knownBadRow(k: KnownBad, n: NodeFacts, spec: ResolvedPreflight): CheckRow | null {
   if (!k.when.some((set) => set.every((c) => holds(c, n, spec)))) return null;
   return { check: k.id, verdict: k.level, found: fill(k.says, n), expected: fill(k.expected, n), sources: k.sources };
 }
 
 /** Import errors a known-bad entry explains: its row says it, the package's own row does not repeat it. */
-function explainedImports(n: NodeFacts, spec: PreflightSpec): Set<string> {
+function explainedImports(n: NodeFacts, spec: ResolvedPreflight): Set<string> {
   const out = new Set<string>();
   for (const k of KNOWN_BAD) {
     if (!k.when.some((set) => set.every((c) => holds(c, n, spec)))) continue;
@@ -120,7 +120,7 @@ function explainedImports(n: NodeFacts, spec: PreflightSpec): Set<string> {
   return out;
 }
 
-function packageRow(key: Package, n: NodeFacts, spec: PreflightSpec, explained: Set<string>): CheckRow | null {
+function packageRow(key: Package, n: NodeFacts, spec: ResolvedPreflight, explained: Set<string>): CheckRow | null {
   const p = pkgOf(n, key);
   const label = PACKAGE_LABEL[key];
   const needed = spec.needs.includes(key);
@@ -148,7 +148,7 @@ function packageRow(key: Package, n: NodeFacts, spec: PreflightSpec, explained: 
   return { check: key, verdict: 'pass', found: `${label} ${found}`, expected: pin ?? (needed ? 'installed' : '-') };
 }
 
-function systemRow(key: Pinnable, n: NodeFacts, spec: PreflightSpec): CheckRow | null {
+function systemRow(key: Pinnable, n: NodeFacts, spec: ResolvedPreflight): CheckRow | null {
   const pin = spec.versions[key];
   const v = systemValue(n, key);
   if (!pin) return v !== null ? { check: key, verdict: 'pass', found: `${PACKAGE_LABEL[key]} ${v}`, expected: '-' } : null;
@@ -158,7 +158,7 @@ function systemRow(key: Pinnable, n: NodeFacts, spec: PreflightSpec): CheckRow |
   return { check: key, verdict: ok ? 'pass' : 'fail', found: `${label} ${v}`, expected: `${pin} (software.versions.${key})` };
 }
 
-function gpuRow(n: NodeFacts, spec: PreflightSpec): CheckRow | null {
+function gpuRow(n: NodeFacts, spec: ResolvedPreflight): CheckRow | null {
   const nv = n.report.nvidia;
   const torch = n.imports.torch;
   if (spec.gpus <= 0) {
@@ -178,7 +178,7 @@ function gpuRow(n: NodeFacts, spec: PreflightSpec): CheckRow | null {
   return { check: 'gpu', verdict: 'pass', found, expected };
 }
 
-function diskRow(n: NodeFacts, spec: PreflightSpec): CheckRow | null {
+function diskRow(n: NodeFacts, spec: ResolvedPreflight): CheckRow | null {
   const s = spec.saves;
   if (!s) return null;
   const d = n.report.disk;
@@ -199,7 +199,7 @@ function pathRows(n: NodeFacts): CheckRow[] {
 }
 
 /** Every check on one node, skipped ones marked with the recipe's reason. */
-export function checkNode(spec: PreflightSpec, n: NodeFacts): CheckRow[] {
+export function checkNode(spec: ResolvedPreflight, n: NodeFacts): CheckRow[] {
   const explained = explainedImports(n, spec);
   const rows: CheckRow[] = [
     { check: 'python', verdict: 'pass', found: `Python ${n.report.python.version} (${n.report.python.executable})`, expected: 'it runs' },
@@ -218,7 +218,7 @@ export function checkNode(spec: PreflightSpec, n: NodeFacts): CheckRow[] {
  * Every node's rows as one table: a row every node shares once, a row only some have once per node, named.
  * Nodes are in the order they reported.
  */
-export function checkNodes(spec: PreflightSpec, nodes: NodeFacts[]): CheckRow[] {
+export function checkNodes(spec: ResolvedPreflight, nodes: NodeFacts[]): CheckRow[] {
   const perNode = nodes.map((n) => ({ host: n.report.host, rows: checkNode(spec, n) }));
   if (perNode.length <= 1) return perNode[0]?.rows ?? [];
   const key = (r: CheckRow) => `${r.check}\u0000${r.verdict}\u0000${r.found}\u0000${r.expected}`;

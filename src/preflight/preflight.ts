@@ -2,7 +2,7 @@
  * The preflight of one step: the probe run in its environment (run-probe.ts), its findings checked
  * (checks.ts). What the worker runs before each attempt's trainer and `infir2 doctor` runs from a shell.
  */
-import type { PreflightSpec } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-spec.js';
 import { checkNodes, type CheckRow } from './checks.js';
 import { runProbe, type ProbeOptions } from './run-probe.js';
 
@@ -15,7 +15,7 @@ export interface PreflightResult {
   cancelled: boolean;
 }
 
-export async function preflight(spec: PreflightSpec, o: ProbeOptions = {}): Promise<PreflightResult> {
+export async function preflight(spec: ResolvedPreflight, o: ProbeOptions = {}): Promise<PreflightResult> {
   const run = await runProbe(spec, o);
   const skipPython = spec.skip.find((s) => s.check === 'python');
   const problems: CheckRow[] = run.problems.map((p) => ({

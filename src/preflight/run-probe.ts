@@ -8,7 +8,7 @@
 import { execa } from 'execa';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { PreflightSpec } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-spec.js';
 import { projectRoot } from '../util/paths.js';
 import { terminateGroup } from '../util/process-group.js';
 import type { NodeFacts } from './checks.js';
@@ -97,7 +97,7 @@ export function scriptInterpreter(program: string, pathVar: string | undefined):
 }
 
 /** What the probe is told: what to import, which paths and disk to look at, which results the caller holds. */
-function probeSpec(spec: PreflightSpec, importTimeoutSec: number, askGpu: boolean) {
+function probeSpec(spec: ResolvedPreflight, importTimeoutSec: number, askGpu: boolean) {
   return {
     imports: [...spec.needs, ...spec.uses],
     paths: spec.reads,
@@ -109,7 +109,7 @@ function probeSpec(spec: PreflightSpec, importTimeoutSec: number, askGpu: boolea
   };
 }
 
-export async function runProbe(spec: PreflightSpec, o: ProbeOptions = {}): Promise<ProbeRun> {
+export async function runProbe(spec: ResolvedPreflight, o: ProbeOptions = {}): Promise<ProbeRun> {
   const t0 = Date.now();
   const env = { ...(o.baseEnv ?? process.env), ...spec.env } as Record<string, string>;
   const python = (spec.via && scriptInterpreter(spec.via, env.PATH)) || spec.python;

@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loadPlan } from '../../../src/cli/recipe-input.js';
+import { preflightOf } from '../../../src/plan/preflight-spec.js';
 import { RecipeError } from '../../../src/recipe/issues.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { projectRoot } from '../../../src/recipe/project-root.js';
@@ -46,10 +47,12 @@ describe('the preflight in the plan', () => {
 
   it("Megatron: torchrun's interpreter, the checkout first on sys.path, InfiR2's pins, TE's blockwise FP8", async () => {
     const s = await stepOf('infir2-7b', 'cpt.stable');
+    // The probe runs in the trainer's own environment, which the plan holds once (the command's), not twice.
+    expect(s.preflight!.env).toBeUndefined();
+    expect(preflightOf(s)!.env).toMatchObject({ PYTHONPATH: '/root/Megatron-LM', NVTE_FUSED_ATTN: '1' });
     expect(s.preflight).toMatchObject({
       python: 'python3',
       via: 'torchrun',
-      env: { PYTHONPATH: '/root/Megatron-LM', NVTE_FUSED_ATTN: '1' },
       pythonPath: ['/root/Megatron-LM'],
       needs: ['torch', 'transformerEngine', 'megatron'],
       uses: ['numpy', 'flashAttn'],

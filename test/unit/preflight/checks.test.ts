@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { PreflightSpec } from '../../../src/plan/types.js';
+import type { ResolvedPreflight } from '../../../src/plan/preflight-spec.js';
 import { checkNode, checkNodes, rowLine, type NodeFacts } from '../../../src/preflight/checks.js';
 import type { ImportResult, PackageFacts, ProbeReport } from '../../../src/preflight/probe-report.js';
 import { parseReports, MARKER } from '../../../src/preflight/probe-report.js';
@@ -14,7 +14,7 @@ import { KNOWN_BAD } from '../../../src/recipe/known-bad.js';
 import { PINNABLE } from '../../../src/recipe/software-checks.js';
 import { parseRequirement } from '../../../src/recipe/version-spec.js';
 
-const spec = (o: Partial<PreflightSpec> = {}): PreflightSpec => ({
+const spec = (o: Partial<ResolvedPreflight> = {}): ResolvedPreflight => ({
   launch: [], python: 'python3', env: {}, pythonPath: [], needs: ['torch'], uses: [], versions: {}, skip: [], traits: [], gpus: 0, reads: {}, saves: null, ...o,
 });
 const pkg = (version: string | null, o: Partial<PackageFacts> = {}): PackageFacts => ({ installed: version !== null, version, commits: [], location: version ? '/site' : null, ...o });

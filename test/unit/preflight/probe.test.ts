@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PreflightSpec } from '../../../src/plan/types.js';
+import type { ResolvedPreflight } from '../../../src/plan/preflight-spec.js';
 import { rowLine, type CheckRow } from '../../../src/preflight/checks.js';
 import { preflight } from '../../../src/preflight/preflight.js';
 import { runProbe, scriptInterpreter } from '../../../src/preflight/run-probe.js';
@@ -22,7 +22,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const spec = (o: Partial<PreflightSpec> = {}): PreflightSpec => ({
+const spec = (o: Partial<ResolvedPreflight> = {}): ResolvedPreflight => ({
   launch: [], python: PYTHON, env: {}, pythonPath: [], needs: ['torch'], uses: [], versions: {}, skip: [], traits: [], gpus: 0, reads: {}, saves: null, ...o,
 });
 const fails = (rows: CheckRow[]) => rows.filter((r) => r.verdict === 'fail');
