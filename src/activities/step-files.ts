@@ -68,7 +68,7 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
   };
   const file = resultFile(runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileAtomic(file, JSON.stringify(result, null, 2) + '\n', '.tmp');
+  writeFileAtomic(file, JSON.stringify(result, null, 2) + '\n');
   return result;
 }
 

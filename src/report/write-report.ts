@@ -4,7 +4,7 @@
  * reader (a browser, the Web UI's link) never sees half of one. Used by `infir2 report` and by the activity
  * that writes the report at the end of every run.
  */
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunStatus } from '../plan/contracts.js';
 import { makeDirs, dirProblem } from '../util/dir-probe.js';
@@ -45,8 +45,7 @@ export function renderCharts(specs: ChartSpec[], out: string, png: boolean): Ren
     const svg = chartSvg(spec);
     if (!png) return { spec, svg, png: null };
     const file = join(out, 'charts', `${spec.id}.png`);
-    writeFileSync(`${file}.tmp-${process.pid}`, chartPng(svg));
-    renameSync(`${file}.tmp-${process.pid}`, file);
+    writeFileAtomic(file, chartPng(svg));
     return { spec, svg, png: `charts/${spec.id}.png` };
   });
 }

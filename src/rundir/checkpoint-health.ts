@@ -5,9 +5,10 @@
  * their iteration exists: until then they may be all a person has to debug the crash, after that they only keep
  * a full disk full).
  */
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { readFileSafe } from '../util/safe-fs.js';
 import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from './checkpoints.js';
 import { treeBytes } from './storage.js';
 
@@ -40,7 +41,8 @@ export function markBad(dir: string, iteration: number, reason: string, stamp: s
   const from = join(dir, iterDirName(iteration));
   const to = `${from}.bad-${stamp}`;
   renameSync(from, to);
-  writeFileSync(join(to, BAD_REASON_FILE), `${reason}\nmarked bad at ${new Date().toISOString()}; never loaded again, never deleted by infir2\n`);
+  // The trainer wrote this directory: a link it holds under the reason file's name is replaced, not followed.
+  writeFileAtomic(join(to, BAD_REASON_FILE), `${reason}\nmarked bad at ${new Date().toISOString()}; never loaded again, never deleted by infir2\n`);
   const fallback = inspectCheckpointDir(dir).complete.filter((it) => it < iteration).at(-1) ?? null;
   const tracker = join(dir, TRACKER_FILE);
   if (fallback !== null) writeFileAtomic(tracker, String(fallback));
@@ -59,9 +61,9 @@ export function badCheckpoints(dir: string): BadCheckpoint[] {
     const path = join(dir, name);
     let reason = 'no reason recorded';
     try {
-      reason = readFileSync(join(path, BAD_REASON_FILE), 'utf8').split('\n')[0]!;
+      reason = readFileSafe(join(path, BAD_REASON_FILE), { maxBytes: 64 * 1024 })?.text.split('\n')[0] ?? reason;
     } catch {
-      /* moved by hand, or the file was not written */
+      /* not a file of ours (a link, a FIFO): no reason to show */
     }
     out.push({ iteration: Number(m[1]), path, reason });
   }
@@ -77,7 +79,7 @@ export function recordLoadFailure(dir: string, iteration: number): number {
   const file = join(dir, LOAD_FAILURES_FILE);
   let prev: { iteration: number; count: number } | null = null;
   try {
-    prev = JSON.parse(readFileSync(file, 'utf8')) as { iteration: number; count: number };
+    prev = JSON.parse(readFileSafe(file, { maxBytes: 4096 })?.text ?? 'null') as { iteration: number; count: number } | null;
   } catch {
     /* first failure */
   }

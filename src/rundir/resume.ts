@@ -110,7 +110,7 @@ export function clearForRerun(plan: Plan, decisions: ResumeDecision[], stamp: st
       if (m && Number(m[1]) > keptFloor) aside(join(dir, name));
     }
     // The tracker goes back to what the kept steps produced, so the rerun starts from there.
-    writeFileAtomic(join(dir, TRACKER_FILE), String(keptFloor), '.tmp');
+    writeFileAtomic(join(dir, TRACKER_FILE), String(keptFloor));
   }
   return moved;
 }

@@ -5,6 +5,7 @@
  * `infir2 run --set runDir=/proc/x`, `report --out /proc/x` and `INFIR2_HOME=/proc/x infir2 up` spin with no output.
  */
 import { existsSync, mkdirSync, rmdirSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 
 /** File systems that hold no files of ours (statfs f_type magic numbers, linux/magic.h). */
@@ -75,9 +76,10 @@ export function dirProblem(dir: string, holds = 'a run'): string | null {
   if (shape) return shape;
   const { base } = existingAncestor(dir);
   // Root passes every permission check but not a read-only mount or a full disk: write a file to know.
-  const probe = join(base, `.infir2-probe-${process.pid}`);
+  // Created exclusively under an unguessable name: a link planted at a guessable one would be written through.
+  const probe = join(base, `.infir2-probe-${process.pid}-${randomBytes(6).toString('hex')}`);
   try {
-    writeFileSync(probe, 'probe\n');
+    writeFileSync(probe, 'probe\n', { flag: 'wx' });
   } catch (err) {
     return `${base} is not writable: ${errnoWords(err)}`;
   } finally {

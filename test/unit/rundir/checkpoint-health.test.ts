@@ -1,11 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BAD_REASON_FILE, badCheckpoints, clearLoadFailures, markBad, prunePartials, recordLoadFailure } from '../../../src/rundir/checkpoint-health.js';
 import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from '../../../src/rundir/checkpoints.js';
 import { decideResume } from '../../../src/rundir/resume.js';
-import { fakePlan, fakeStep } from '../../integration/harness.js';
+import { fakePlan, fakeStep, ROOT } from '../../integration/harness.js';
 
 let dir: string;
 beforeEach(() => {
@@ -32,6 +33,28 @@ describe('checkpoint health', () => {
     expect(inspectCheckpointDir(dir).latestComplete).toBe(20);
     expect(badCheckpoints(dir)).toEqual([{ iteration: 40, path: r.movedTo, reason: 'cpt: corrupt checkpoint: model.pt does not match metadata.json' }]);
     expect(readdirSync(dir).filter((n) => n.includes('.tmp'))).toEqual([]);
+  });
+
+  it('a link the trainer left at the reason file\'s name is replaced, not written through', () => {
+    save(10);
+    save(20);
+    const victim = join(dir, '..', `victim-${process.pid}`);
+    writeFileSync(victim, 'precious\n');
+    symlinkSync(victim, join(dir, iterDirName(20), BAD_REASON_FILE));
+    const { movedTo } = markBad(dir, 20, 'loss is NaN', '1');
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(readFileSync(join(movedTo, BAD_REASON_FILE), 'utf8')).toMatch(/^loss is NaN\n/);
+    rmSync(victim);
+  });
+
+  it('a tracker that is a FIFO is no tracker (read without blocking the worker)', () => {
+    save(10);
+    rmSync(join(dir, TRACKER_FILE));
+    execFileSync('mkfifo', [join(dir, TRACKER_FILE)]);
+    // In a child with a deadline: a read that blocks would block this test's thread for good, not fail it.
+    const code = `import { inspectCheckpointDir } from './src/rundir/checkpoints.ts'; console.log(JSON.stringify(inspectCheckpointDir(${JSON.stringify(dir)})));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, timeout: 20_000, encoding: 'utf8' });
+    expect(JSON.parse(out).latestComplete).toBeNull();
   });
 
   it('with no older checkpoint the tracker goes aside too: the next attempt starts fresh', () => {
