@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { readFileSafe } from '../util/safe-fs.js';
 import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from './checkpoints.js';
-import { treeBytes } from './storage.js';
+import { rm } from 'node:fs/promises';
+import { treeBytes } from './tree-walk.js';
 
 /** Inside a checkpoint moved aside as bad: why, when, and by which step. */
 export const BAD_REASON_FILE = 'INFIR2_BAD_CHECKPOINT.txt';
@@ -101,8 +102,12 @@ export interface PartialSaves {
   keptBytes: number;
 }
 
-/** Remove moved-aside partial saves that a complete checkpoint has superseded; report the rest. */
-export function prunePartials(dir: string): PartialSaves {
+/**
+ * Remove moved-aside partial saves that a complete checkpoint has superseded; report the rest. Asynchronous (a
+ * partial save may hold 100,000 files): removing and sizing them never holds the worker's event loop, and neither
+ * follows a link out of the save.
+ */
+export async function prunePartials(dir: string): Promise<PartialSaves> {
   const out: PartialSaves = { removed: [], kept: [], keptBytes: 0 };
   if (!existsSync(dir)) return out;
   const latest = inspectCheckpointDir(dir).latestComplete ?? -1;
@@ -111,11 +116,11 @@ export function prunePartials(dir: string): PartialSaves {
     if (!m) continue;
     const path = join(dir, name);
     if (Number(m[1]) <= latest) {
-      rmSync(path, { recursive: true, force: true });
+      await rm(path, { recursive: true, force: true });
       out.removed.push(path);
     } else {
       out.kept.push(path);
-      out.keptBytes += treeBytes(path);
+      out.keptBytes += (await treeBytes(path)).bytes;
     }
   }
   return out;

@@ -238,7 +238,7 @@ describe('the attempt\'s log', () => {
         const a = openAttempt({ recipe: 'r', runId: 'r1', runDir: dir, step, attempt: 1 });
         a.note('a line the disk refuses');
         await a.flushLog();
-        return { code: (a.logError as NodeJS.ErrnoException | null)?.code, verdict: refineVerdict(a, { cls: 'crash', reason: 'exit code 1' }, []), message: failure(a, 'crash', 'x').message };
+        return { code: (a.logError as NodeJS.ErrnoException | null)?.code, verdict: await refineVerdict(a, { cls: 'crash', reason: 'exit code 1' }, []), message: failure(a, 'crash', 'x').message };
       })) as { code?: string; verdict: { cls: string; reason: string }; message: string };
       expect(seen.code).toBe('ENOSPC');
       expect(seen.verdict.cls).toBe('storage');

@@ -73,15 +73,15 @@ describe('checkpoint health', () => {
     expect(recordLoadFailure(dir, 20)).toBe(1);
   });
 
-  it('removes moved-aside partial saves once a complete checkpoint reaches them, and counts the rest', () => {
+  it('removes moved-aside partial saves once a complete checkpoint reaches them, and counts the rest', async () => {
     save(20);
     mkdirSync(join(dir, 'iter_0000030.partial-1'));
     writeFileSync(join(dir, 'iter_0000030.partial-1', 'x'), 'p'.repeat(1000));
     mkdirSync(join(dir, 'iter_0000050.partial-2'));
     writeFileSync(join(dir, 'iter_0000050.partial-2', 'x'), 'p'.repeat(500));
-    expect(prunePartials(dir)).toEqual({ removed: [], kept: [join(dir, 'iter_0000030.partial-1'), join(dir, 'iter_0000050.partial-2')].sort(), keptBytes: 1500 });
+    expect(await prunePartials(dir)).toEqual({ removed: [], kept: [join(dir, 'iter_0000030.partial-1'), join(dir, 'iter_0000050.partial-2')].sort(), keptBytes: 1500 });
     save(30);
-    const p = prunePartials(dir);
+    const p = await prunePartials(dir);
     expect(p.removed).toEqual([join(dir, 'iter_0000030.partial-1')]);
     expect(p.keptBytes).toBe(500);
     expect(existsSync(join(dir, 'iter_0000030.partial-1'))).toBe(false);
@@ -90,7 +90,7 @@ describe('checkpoint health', () => {
 });
 
 describe('resume --dry-run after a checkpoint was marked bad', () => {
-  it('resumes from the fallback and says which checkpoint was skipped, and why', () => {
+  it('resumes from the fallback and says which checkpoint was skipped, and why', async () => {
     const runDir = dir;
     const step = fakeStep({ id: 'cpt.stable', runDir, iters: 100 });
     const ckpt = step.checkpoint!.dir;
@@ -105,7 +105,7 @@ describe('resume --dry-run after a checkpoint was marked bad', () => {
     markBad(ckpt, 40, 'cpt.stable: corrupt checkpoint: model.pt does not match metadata.json (damaged file)', '7');
     const plan = fakePlan(runDir, 'r', [step]);
     const status = { recipe: 'fake', runId: 'r', runDir, status: 'failed' as const, message: null, steps: [{ id: 'cpt.stable', status: 'failed' as const, attempts: 3, failures: {}, lastFailure: null, progress: null, startedAt: null, endedAt: null, result: null }] };
-    expect(decideResume(plan, status)).toEqual([
+    expect(await decideResume(plan, status)).toEqual([
       {
         stepId: 'cpt.stable',
         action: 'resume',
