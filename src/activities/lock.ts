@@ -11,12 +11,14 @@
  * leaves its Ray job training). So the lock also records the step's stop command (`ray job stop <id>`), and
  * whoever takes over a lock its holder did not release runs that command before training in the directory.
  */
-import { closeSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, lutimesSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
+import { euid } from '../util/process-identity.js';
+import { readFileSafe } from '../util/safe-fs.js';
 
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */
@@ -87,7 +89,10 @@ export class DirLock {
       }
       const held = readLock(file);
       if (held) {
-        if (held.host === info.host) {
+        // Another user's lock (a checkpoint root on shared storage): never its process group or its stop command
+        // taken on its word; waited out like another host's, by its lease.
+        const foreign = held.fileUid !== euid();
+        if (held.host === info.host && !foreign) {
           if (held.pgid !== null && trainerAlive(held)) {
             onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, process group ${held.pgid})`);
             await terminateGroup(held.pgid, killGraceMs);
@@ -95,10 +100,10 @@ export class DirLock {
             throw new LockBusyError(`${dir} is locked by worker pid ${held.workerPid} (${held.owner}), which is still launching it`);
           }
         } else if (Date.now() - mtimeMs(file) < LOCK_LEASE_MS) {
-          throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
+          throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}${foreign ? ` (a lock file of uid ${held.fileUid})` : ''}`);
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
-        if (held.stop?.argv.length && runStop) {
+        if (held.stop?.argv.length && runStop && !foreign) {
           onTakeover?.(`stopping the work of ${held.owner}: ${held.stop.argv.join(' ')}`);
           await runStop(held.stop);
         }
@@ -127,7 +132,7 @@ export class DirLock {
   touch(): void {
     const now = new Date();
     try {
-      utimesSync(this.file, now, now);
+      lutimesSync(this.file, now, now); // never through a link put in its place
     } catch {
       /* the lock was taken over: the next release is a no-op */
     }
@@ -145,9 +150,11 @@ export class DirLock {
   }
 }
 
-function readLock(file: string): LockInfo | null {
+/** The lock's record and the uid that wrote it; null while unreadable (being written, or not a file of ours: a link, a FIFO). */
+function readLock(file: string): (LockInfo & { fileUid: number }) | null {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as LockInfo;
+    const r = readFileSafe(file, { maxBytes: 1024 * 1024 });
+    return r && { ...(JSON.parse(r.text) as LockInfo), fileUid: r.stat.uid };
   } catch {
     return null;
   }
@@ -155,7 +162,7 @@ function readLock(file: string): LockInfo | null {
 
 function mtimeMs(file: string): number {
   try {
-    return statSync(file).mtimeMs;
+    return lstatSync(file).mtimeMs;
   } catch {
     return 0;
   }
