@@ -12,6 +12,7 @@ npx --no-install tsx bench/goodput.ts
 npx --no-install tsx bench/eval-overlap.ts
 npx --no-install tsx bench/report-render.ts
 npx --no-install tsx bench/hostile-walk.ts
+npx --no-install tsx bench/codec-server-memory.ts
 if [ -f bench/trainer_fp8_vs_bf16.py ]; then
   echo "== trainer: FP8 vs BF16 =="
   .venv/bin/python bench/trainer_fp8_vs_bf16.py
