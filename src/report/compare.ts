@@ -9,6 +9,7 @@
  *   - the throughput ratio (medians).
  * Pure: RunData in, rows and charts out.
  */
+import { shownChange } from '../plan/types.js';
 import { diffValues, describeChanges } from '../util/json-diff.js';
 import { headlineScore } from '../workflows/step-figures.js';
 import { type ChartSpec, lineChart } from './line-chart.js';
@@ -129,7 +130,7 @@ function recipeWarnings(runs: RunData[]): string[] {
     if (r.plan.recipe !== runs[0]!.plan.recipe) out.push(`${ids[i + 1]} ran recipe ${r.plan.recipe}, ${ids[0]} ran ${runs[0]!.plan.recipe}`);
     if (!runs[0]!.recipe || !r.recipe) return;
     const changes = diffValues(runs[0]!.recipe, r.recipe).filter((c) => c.path !== 'runDir');
-    if (changes.length) out.push(`${ids[i + 1]} differs from ${ids[0]} in ${describeChanges(changes)}`);
+    if (changes.length) out.push(`${ids[i + 1]} differs from ${ids[0]} in ${describeChanges(changes.map(shownChange))}`);
   });
   return out;
 }

@@ -94,6 +94,8 @@ const CASES: Case[] = [
   { name: '--set constructor.prototype', args: ['validate', 'tiny', '--set', 'constructor.prototype.x=1'], errors: [/^--set constructor\.prototype\.x=1: constructor: key not allowed/] },
   { name: '--set a stage\'s __proto__', args: ['validate', 'tiny', '--set', 'cpt.__proto__=1'], errors: [/^--set cpt\.__proto__=1: cpt\.__proto__: key not allowed/] },
   { name: '--set a value holding __proto__', args: ['validate', 'tiny', '--set', 'cpt.env={__proto__: {x: 1}}'], errors: [/^--set cpt\.env=\{__proto__: \{x: 1\}\}: cpt\.env\.__proto__: key not allowed/] },
+  { name: '--set a webhook URL with credentials', args: ['validate', 'tiny', '--set', "notify={webhooks: [{url: 'https://bot:hunter2@hooks.example.com/x'}]}"], errors: [/^notify\.webhooks\.0\.url: holds credentials \(user:pass@\), which fetch never sends .*, got 'https:\/\/hooks\.example\.com\/…'$/] },
+  { name: '--set a webhook URL with a token in its query', args: ['validate', 'tiny', '--set', "notify={webhooks: [{url: 'https://hooks.example.com/x?channel=ops&access_token=hunter2'}]}"], errors: [/^notify\.webhooks\.0\.url: holds a secret in its query \(access_token=…\): .* write env:NAME, got 'https:\/\/hooks\.example\.com\/…'$/] },
   { name: 'bad --run-id', args: ['plan', 'tiny', '--run-id', '../x'], errors: [/^--run-id: '\.\.\/x' is not a valid run id/] },
 ];
 
@@ -119,7 +121,9 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('malformed recipes, in-process', () => {
   it('covers at least 30 cases', () => expect(CASES.length).toBeGreaterThanOrEqual(30));
   it.each(CASES)('$name → exit 2, one line per problem', async (c) => {
-    expectRejected(await runInProcess(c.args), c);
+    const r = await runInProcess(c.args);
+    expectRejected(r, c);
+    expect(r.stderr).not.toContain('hunter2'); // a secret in a refused value is not echoed
     // Nothing leaked into the process's objects on the way (a --set through __proto__ once set Object.prototype.x).
     expect(({} as Record<string, unknown>).x ?? ({} as Record<string, unknown>).polluted).toBeUndefined();
   });
