@@ -9,7 +9,7 @@
  * A `Writable`, as the `fs.WriteStream` before it: `write()` reports backpressure, 'drain', 'close' and
  * `destroyed` behave alike, and a failed write or rotation (a full disk) is the stream's 'error'.
  */
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { rename, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { continuationLine, headFile, logLimits, previousFile, readContinuation } from '../rundir/step-log.js';
@@ -28,7 +28,7 @@ async function sizeOrNull(file: string): Promise<number | null> {
 
 /** Where the part in `file` ends in the step's whole log, from its continuation line; null if it has none. */
 function partEnd(file: string, size: number): number | null {
-  const fd = openSync(file, 'r');
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK); // a FIFO there must not block the worker
   try {
     const c = readContinuation(fd);
     return c ? c.at + size : null;

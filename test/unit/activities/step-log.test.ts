@@ -5,6 +5,7 @@
  * error.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,7 +17,7 @@ import { StepLog } from '../../../src/activities/step-log.js';
 import { headFile, logLimits, MIB, previousFile, StepLogReader } from '../../../src/rundir/step-log.js';
 import { formatBytes } from '../../../src/rundir/storage.js';
 import { fill, mountTmpfs, NO_MOUNT, umount } from '../../integration/full-disk.js';
-import { fakeStep } from '../../integration/harness.js';
+import { fakeStep, ROOT } from '../../integration/harness.js';
 
 let dir: string;
 let file: string;
@@ -266,5 +267,15 @@ describe('a link planted at the log\'s name (the run directory is shared storage
     expect(readFileSync(victim, 'utf8')).toBe('precious\n');
     expect(seen.code).toBe('EUNSAFE');
     expect(seen.message).toContain(`${logFile(dir, 'planted')} is a symbolic link: refused`);
+  });
+});
+
+describe('a FIFO planted at a log part\'s name', () => {
+  it('reads as no log, at once, instead of blocking `logs` and the report', () => {
+    execFileSync('mkfifo', [file]);
+    // In a child with a deadline: an open that blocks would block this test's thread for good, not fail it.
+    const code = `import { readStepLog } from './src/report/run-data.ts'; console.log(JSON.stringify(readStepLog(${JSON.stringify(file)})));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, timeout: 20_000, encoding: 'utf8' });
+    expect(JSON.parse(out)).toBe('');
   });
 });

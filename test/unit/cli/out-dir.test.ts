@@ -4,6 +4,7 @@
  * symbolic link; into a fresh or empty directory, or over a page of ours (the marker it writes, or a page written
  * before the marker existed). The end-of-run report keeps to the same rule in the run directory.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { writeReport } from '../../../src/report/write-report.js';
 import { PAGE_MARKER } from '../../../src/util/dir-probe.js';
+import { ROOT } from '../../integration/harness.js';
 import { runInProcess } from './run-cli.js';
 
 let dir: string;
@@ -90,4 +92,19 @@ describe('report --out and compare --out', () => {
       rmSync(planted, { recursive: true, force: true });
     }
   });
+
+  it('a FIFO planted among the run\'s results is a result that could not be read, not a report that never ends', () => {
+    const planted = mkdtempSync(join(tmpdir(), 'infir2-fifo-run-'));
+    try {
+      writeFileSync(join(planted, 'plan.json'), readFileSync(join(runDir, 'plan.json')));
+      mkdirSync(join(planted, 'results'));
+      execFileSync('mkfifo', [join(planted, 'results', 'cpt.stable.json')]);
+      // In a child with a deadline: a read that blocks would block this test's thread for good, not fail it.
+      const code = `import { writeReport } from './src/report/write-report.ts'; console.log(JSON.stringify(writeReport(${JSON.stringify(planted)}, { png: false }).problems));`;
+      const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, timeout: 30_000, encoding: 'utf8' });
+      expect(JSON.parse(out)).toContainEqual(expect.stringMatching(/^the result of cpt\.stable \(.*\) could not be read: .* is a FIFO: refused/));
+    } finally {
+      rmSync(planted, { recursive: true, force: true });
+    }
+  }, 40_000);
 });
