@@ -14,6 +14,8 @@ npx --no-install tsx bench/report-render.ts
 # The compiled CLI on a 1 GiB step log (writes 1 GiB under $TMPDIR; `make bench` has built dist/ already).
 npx --no-install tsx bench/report-big-log.ts
 npx --no-install tsx bench/preflight.ts
+npx --no-install tsx bench/hostile-walk.ts
+npx --no-install tsx bench/codec-server-memory.ts
 if [ -f bench/trainer_fp8_vs_bf16.py ]; then
   echo "== trainer: FP8 vs BF16 =="
   .venv/bin/python bench/trainer_fp8_vs_bf16.py

@@ -30,21 +30,21 @@ function stepPath(a: Attempt): string {
 }
 
 /** A storage reason for the step, with what moved-aside partial saves hold (they count against a full disk). */
-export function storageVerdict(a: Attempt, code: string, path: string): Verdict {
+export async function storageVerdict(a: Attempt, code: string, path: string): Promise<Verdict> {
   let reason = storageReason(code, path);
   if (code === 'ENOSPC' && a.step.checkpoint) {
-    const { keptBytes } = prunePartials(a.step.checkpoint.dir);
+    const { keptBytes } = await prunePartials(a.step.checkpoint.dir);
     if (keptBytes > 0) reason += `; ${formatBytes(keptBytes)} of it in partial saves moved aside, removed once a newer checkpoint is complete`;
   }
   return { cls: 'storage', reason };
 }
 
 /** A storage error the worker itself met (opening the log, the lock, a rename), as a verdict; else null. */
-export function workerStorageVerdict(a: Attempt, err: unknown): Verdict | null {
+export async function workerStorageVerdict(a: Attempt, err: unknown): Promise<Verdict | null> {
   return isStorageError(err) ? storageVerdict(a, err.code, err.path ?? stepPath(a)) : null;
 }
 
-export function refineVerdict(a: Attempt, v: Verdict, tail: string[]): Verdict {
+export async function refineVerdict(a: Attempt, v: Verdict, tail: string[]): Promise<Verdict> {
   if (v.cls === 'storage') {
     const hit = storageErrorInLine(v.reason);
     return hit ? storageVerdict(a, hit.code, hit.path ?? stepPath(a)) : v;

@@ -10,13 +10,15 @@
  * util/process-tree.ts). The OS releases nothing here, so liveness is read from /proc, with start times to tell a
  * reused pid apart.
  */
-import { linkSync, mkdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { hostSubdir, processAlive, thisProcess, type ProcessId } from '../util/host-dir.js';
 import { processStartTicks, trainerGroupAlive } from '../util/process-group.js';
 import { treeAlive } from '../util/process-tree.js';
+import { processFacts } from '../util/process-identity.js';
+import { readFileSafe } from '../util/safe-fs.js';
 
 export interface GpuClaimInfo {
   gpu: string;
@@ -76,7 +78,7 @@ export class HostGpuClaims {
       // Written whole beside the claim, then linked into place: link fails if the claim exists, so a reader never
       // sees a half-written claim and only one claimant wins.
       const tmp = `${file}.${info.token}`;
-      writeFileSync(tmp, JSON.stringify(info));
+      writeFileSync(tmp, JSON.stringify(info), { flag: 'wx' });
       try {
         linkSync(tmp, file);
         return { claim: new GpuClaim(file, info) };
@@ -132,9 +134,14 @@ export class HostGpuClaims {
   }
 }
 
-function readClaim(file: string): GpuClaimInfo | null {
+/**
+ * A claim and the uid that wrote it; null while unreadable. The directory is every local user's: a link, a FIFO or
+ * a hard link there is no claim (read without following or blocking: util/safe-fs.ts).
+ */
+function readClaim(file: string): (GpuClaimInfo & { fileUid?: number }) | null {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as GpuClaimInfo;
+    const r = readFileSafe(file, { maxBytes: 64 * 1024, oneLink: true });
+    return r && { ...(JSON.parse(r.text) as GpuClaimInfo), fileUid: r.stat.uid };
   } catch {
     return null;
   }
@@ -145,8 +152,16 @@ function trainerLive(c: GpuClaimInfo): boolean {
   return c.trainer !== null && trainerGroupAlive(c.trainer.pid, c.trainer.startTicks);
 }
 
-function claimLive(c: GpuClaimInfo): boolean {
-  return processAlive(c.worker) || trainerLive(c);
+/**
+ * A live holder, written by the user it runs as (nobody can hold a GPU in the name of root's process). A trainer
+ * group whose leader is gone is judged by the claim alone (the kernel reuses no pid a group still holds).
+ */
+function claimLive(c: GpuClaimInfo & { fileUid?: number }): boolean {
+  const own = (pid: number) => {
+    const facts = processFacts(pid);
+    return c.fileUid === undefined || facts === null || facts.uid === c.fileUid;
+  };
+  return (processAlive(c.worker) && own(c.worker.pid)) || (trainerLive(c) && (c.trainer === null || own(c.trainer.pid)));
 }
 
 /** One line for a wait: who holds a GPU. */

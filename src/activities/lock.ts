@@ -13,7 +13,7 @@
  * leaves its Ray job training). So the lock also records the step's stop command (`ray job stop <id>`), and
  * whoever takes over a lock its holder did not release runs that command before training in the directory.
  */
-import { closeSync, openSync, readFileSync, statSync, unlinkSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, lstatSync, lutimesSync, openSync, unlinkSync, writeSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,8 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
 import { writeStopRequest } from '../util/launcher.js';
 import { AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
+import { euid } from '../util/process-identity.js';
+import { readFileSafe } from '../util/safe-fs.js';
 
 export const LOCK_FILE = '.infir2.lock';
 /** A lock from another host whose lease was not refreshed for this long is stale. */
@@ -95,7 +97,10 @@ export class DirLock {
       }
       const held = readLock(file);
       if (held) {
-        if (held.host === info.host) {
+        // Another user's lock (a checkpoint root on shared storage): never its process group or its stop command
+        // taken on its word; waited out like another host's, by its lease.
+        const foreign = held.fileUid !== euid();
+        if (held.host === info.host && !foreign) {
           if (held.pgid !== null && trainerAlive(held)) {
             onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, ${held.tree ? `launch ${held.tree.token}` : `process group ${held.pgid}`})`);
             if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => onTakeover?.(m)).done;
@@ -104,12 +109,12 @@ export class DirLock {
             throw new LockBusyError(`${dir} is locked by worker pid ${held.workerPid} (${held.owner}), which is still launching it`);
           }
         } else if (Date.now() - mtimeMs(file) < LOCK_LEASE_MS) {
-          throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}`);
+          throw new LockBusyError(`${dir} is locked by ${held.owner} on ${held.host}${foreign ? ` (a lock file of uid ${held.fileUid})` : ''}`);
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
         // Its launchers may still run on nodes of their own (an srun job whose submit host died): they kill theirs.
-        if (held.host !== info.host && held.tree) tellLaunchersToKill(held.tree);
-        if (held.stop?.argv.length && runStop) {
+        if (held.host !== info.host && held.tree && !foreign) tellLaunchersToKill(held.tree);
+        if (held.stop?.argv.length && runStop && !foreign) {
           onTakeover?.(`stopping the work of ${held.owner}: ${held.stop.argv.join(' ')}`);
           await runStop(held.stop);
         }
@@ -138,7 +143,7 @@ export class DirLock {
   touch(): void {
     const now = new Date();
     try {
-      utimesSync(this.file, now, now);
+      lutimesSync(this.file, now, now); // never through a link put in its place
     } catch {
       /* the lock was taken over: the next release is a no-op */
     }
@@ -156,11 +161,14 @@ export class DirLock {
   }
 }
 
-function readLock(file: string): LockInfo | null {
+/** The lock's record and the uid that wrote it; null while unreadable (being written, or not a file of ours: a link, a FIFO). */
+function readLock(file: string): (LockInfo & { fileUid: number }) | null {
   try {
-    const info = JSON.parse(readFileSync(file, 'utf8')) as LockInfo;
+    const r = readFileSafe(file, { maxBytes: 1024 * 1024 });
+    if (!r) return null;
+    const info = JSON.parse(r.text) as LockInfo;
     if (info.tree && !validTree(info.tree)) info.tree = null;
-    return info;
+    return { ...info, fileUid: r.stat.uid };
   } catch {
     return null;
   }
@@ -168,7 +176,7 @@ function readLock(file: string): LockInfo | null {
 
 function mtimeMs(file: string): number {
   try {
-    return statSync(file).mtimeMs;
+    return lstatSync(file).mtimeMs;
   } catch {
     return 0;
   }

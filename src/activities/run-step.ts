@@ -89,14 +89,14 @@ export function createRunStep(opts: SupervisorOptions) {
       checkSecrets(a);
       await preflightPhase(a, opts.keepAliveMs);
       await acquire(a, held, opts);
-      const resumeFrom = chooseStart(a);
+      const resumeFrom = await chooseStart(a);
       // Retention applies to what is on disk from the start (a resumed or finished step included).
       const pruner = new Pruner(a);
       pruner.request();
       let result: StepResult;
       if (resumeFrom === 'done') {
         await pruner.idle();
-        result = writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
+        result = await writeResult(a.step, input.runDir, input.attempt, a.progress, a.started);
       } else {
         // A first attempt that loads another root's checkpoint (a fork's source) pins it while it runs.
         const unpin = await pinReads(a, resumeFrom);
@@ -127,7 +127,7 @@ export function createRunStep(opts: SupervisorOptions) {
       if (!(err instanceof CancelledFailure)) await untilServerAnswers(a, serverProbe(a, opts));
       // Every file the worker writes (lock, moved checkpoints, result) may meet a full or read-only disk: the
       // attempt fails as `storage` and the worker goes on serving everything else.
-      const v = workerStorageVerdict(a, err);
+      const v = await workerStorageVerdict(a, err);
       if (!v) throw err;
       a.note(`attempt ${input.attempt} failed: storage: ${v.reason}`);
       throw failure(a, v.cls, v.reason);
@@ -229,17 +229,17 @@ function waitFor(a: Attempt, reason: string | null): void {
 }
 
 /** Remove the moved-aside partial saves a complete checkpoint has superseded, saying so in the step's log. */
-function pruneSuperseded(a: Attempt, dir: string): void {
-  for (const gone of prunePartials(dir).removed) a.note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
+async function pruneSuperseded(a: Attempt, dir: string): Promise<void> {
+  for (const gone of (await prunePartials(dir)).removed) a.note(`removed a partial save a newer complete checkpoint supersedes: ${gone}`);
 }
 
 /** The iteration to resume from (null: fresh), or 'done' when the final checkpoint is already complete. */
-function chooseStart(a: Attempt): number | null | 'done' {
+async function chooseStart(a: Attempt): Promise<number | null | 'done'> {
   const { step, progress, note } = a;
   const insp = step.checkpoint ? inspectCheckpointDir(step.checkpoint.dir) : null;
   if (insp) {
     for (const moved of quarantinePartials(insp, `${Date.now()}`)) note(`moved a partial checkpoint aside: ${moved}`);
-    pruneSuperseded(a, insp.dir);
+    await pruneSuperseded(a, insp.dir);
     progress.lastCheckpoint = insp.latestComplete;
   }
   if (step.completion.kind === 'checkpoint' && completionMet(step, insp)) {
@@ -289,12 +289,12 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
   await a.flushLog(); // a full or read-only disk under the log is part of why the attempt failed
   if (stoppedBy === 'cancel') throw new CancelledFailure(`${step.id}: cancelled`);
   if (succeeded) {
-    if (step.checkpoint) pruneSuperseded(a, step.checkpoint.dir);
-    return writeResult(step, input.runDir, input.attempt, a.progress, a.started);
+    if (step.checkpoint) await pruneSuperseded(a, step.checkpoint.dir);
+    return await writeResult(step, input.runDir, input.attempt, a.progress, a.started);
   }
   const { cls, reason } = end.vanished
     ? { cls: 'storage' as const, reason: end.vanished }
-    : refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, stall: end.stall, oomKills: oomKills?.() ?? undefined }), tail);
+    : await refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, stall: end.stall, oomKills: oomKills?.() ?? undefined }), tail);
   note(`attempt ${input.attempt} failed: ${cls}: ${reason}`);
   throw failure(a, cls, reason);
 }

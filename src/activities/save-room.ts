@@ -1,11 +1,14 @@
 /**
  * Will the next checkpoint fit? Checked while the trainer runs, so that `status` warns before a save fails
  * half-written: the room left on the checkpoint root's file system against the size of the newest complete
- * checkpoint (what the next save will write again, give or take).
+ * checkpoint (what the next save will write again, give or take). The checkpoint is sized by rundir/tree-walk.ts:
+ * asynchronously, never through a link, bounded; a tree past the bound is sized by what was seen (a lower bound,
+ * still enough to warn).
  */
 import { join } from 'node:path';
 import { inspectCheckpointDir, iterDirName } from '../rundir/checkpoints.js';
-import { formatBytes, freeBytes, treeBytes } from '../rundir/storage.js';
+import { formatBytes, freeBytes } from '../rundir/storage.js';
+import { treeBytes } from '../rundir/tree-walk.js';
 
 /** Re-read the free space this often, ms: statfs is cheap, but a busy root is not worth asking every tick. */
 export const SAVE_ROOM_CHECK_MS = 15_000;
@@ -17,19 +20,19 @@ export class SaveRoom {
   constructor(private readonly dir: string) {}
 
   /** A warning when the free space is below the newest checkpoint's size; null when it fits or nothing is known. */
-  check(): string | null {
+  async check(): Promise<string | null> {
     try {
-      return this.measure();
+      return await this.measure();
     } catch {
-      return null; // it runs in the watchdog's timer: an unreadable root must not take the worker down
+      return null; // it runs beside the watchdog: an unreadable root must not take the worker down
     }
   }
 
-  private measure(): string | null {
+  private async measure(): Promise<string | null> {
     const latest = inspectCheckpointDir(this.dir).latestComplete;
     if (latest === null) return null;
     if (latest !== this.sizedIteration) {
-      this.size = treeBytes(join(this.dir, iterDirName(latest)));
+      this.size = (await treeBytes(join(this.dir, iterDirName(latest)))).bytes;
       this.sizedIteration = latest;
     }
     const free = freeBytes(this.dir);

@@ -52,7 +52,8 @@ export function readMetrics(step: PlanStep): Record<string, number> {
 }
 
 /** The step's result, also written to `<run>/results/<step>.json` (what `resume` and `status` read). */
-export function writeResult(step: PlanStep, runDir: string, attempt: number, progress: Progress, started: number): StepResult {
+export async function writeResult(step: PlanStep, runDir: string, attempt: number, progress: Progress, started: number): Promise<StepResult> {
+  const fingerprint = await fingerprintOutputs(step);
   const result: StepResult = {
     stepId: step.id,
     outputs: step.outputs,
@@ -63,13 +64,13 @@ export function writeResult(step: PlanStep, runDir: string, attempt: number, pro
     resumedFrom: progress.resumedFrom,
     durationSec: (Date.now() - started) / 1000,
     finishedAt: new Date().toISOString(),
-    fingerprint: fingerprintOutputs(step),
+    fingerprint,
     ...(progress.time ? { time: closeAttempt(progress.time, Date.now(), null) } : {}),
     ...(progress.preflight?.length ? { preflight: progress.preflight } : {}),
   };
   const file = resultFile(runDir, step.id);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileAtomic(file, JSON.stringify(result, null, 2) + '\n', '.tmp');
+  writeFileAtomic(file, JSON.stringify(result, null, 2) + '\n');
   return result;
 }
 

@@ -9,10 +9,11 @@
  * A `Writable`, as the `fs.WriteStream` before it: `write()` reports backpressure, 'drain', 'close' and
  * `destroyed` behave alike, and a failed write or rotation (a full disk) is the stream's 'error'.
  */
-import { closeSync, openSync } from 'node:fs';
-import { open, rename, stat, truncate, type FileHandle } from 'node:fs/promises';
+import { closeSync, constants, openSync } from 'node:fs';
+import { rename, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { continuationLine, headFile, logLimits, previousFile, readContinuation } from '../rundir/step-log.js';
+import { openAppendSafe } from '../util/safe-fs.js';
 
 const NEWLINE = 0x0a;
 
@@ -27,7 +28,7 @@ async function sizeOrNull(file: string): Promise<number | null> {
 
 /** Where the part in `file` ends in the step's whole log, from its continuation line; null if it has none. */
 function partEnd(file: string, size: number): number | null {
-  const fd = openSync(file, 'r');
+  const fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK); // a FIFO there must not block the worker
   try {
     const c = readContinuation(fd);
     return c ? c.at + size : null;
@@ -71,8 +72,9 @@ export class StepLog extends Writable {
    */
   override _construct(callback: (error?: Error | null) => void): void {
     this.run(async () => {
-      // Read as well: a part's continuation line says where it starts.
-      this.fh = await open(this.file, 'a+');
+      // Read as well: a part's continuation line says where it starts. The run directory is shared storage: a link
+      // planted at the log's name (to make a root worker append trainer output to /etc/…) is refused, not followed.
+      this.fh = await openAppendSafe(this.file, true);
       this.size = (await this.fh.stat()).size;
       const head = await sizeOrNull(headFile(this.file));
       this.hasHead = head !== null;
@@ -173,7 +175,7 @@ export class StepLog extends Writable {
     }
     const after = this.hasHead ? 'previous' : 'head';
     this.hasHead = true;
-    this.fh = await open(this.file, 'a');
+    this.fh = await openAppendSafe(this.file);
     this.size = 0;
     await this.begin(at, after);
   }

@@ -141,6 +141,8 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
   const deadline = a.started + step.attemptTimeoutSec * 1000;
   const room = step.checkpoint ? new SaveRoom(step.checkpoint.dir) : null;
   let lastRoomCheck = 0;
+  // Sizing a checkpoint is asynchronous (a 100,000-file tree must not hold the watchdog): one check at a time.
+  let roomBusy = false;
   const watch = new DirWatch([
     { what: 'the run directory', path: a.input.runDir },
     { what: "the step's directory", path: step.command.cwd },
@@ -155,14 +157,16 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
       end.vanished = watch.check();
       if (end.vanished) stop('vanished');
     }
-    if (room && now - lastRoomCheck >= SAVE_ROOM_CHECK_MS) {
+    if (room && !roomBusy && now - lastRoomCheck >= SAVE_ROOM_CHECK_MS) {
       lastRoomCheck = now;
-      const warning = room.check();
-      if (warning !== (progress.warning ?? null)) {
+      roomBusy = true;
+      void room.check().then((warning) => {
+        roomBusy = false;
+        if (stopping || warning === (progress.warning ?? null)) return;
         if (warning) note(`warning: ${warning}`);
         progress.warning = warning;
         beat();
-      }
+      });
     }
     const limit = stallLimit(stallSpec, rhythm);
     const verdict = watchdogVerdict({ now, lastAdvance: rhythm.lastAdvance, stallMs: limit.limitSec * 1000, deadline });

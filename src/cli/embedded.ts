@@ -6,6 +6,8 @@ import { stateDir } from '../util/paths.js';
 
 export interface EmbeddedState {
   serverPid: number;
+  /** The server's start time (clock ticks since boot): `down` stops only that process, never a later one at its pid. */
+  serverStartTicks?: number | null;
   workerPid: number | null;
   /** The worker's start time (clock ticks since boot), to tell it from a later process with its pid. */
   workerStartTicks?: number | null;

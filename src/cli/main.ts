@@ -80,7 +80,7 @@ const verbs: Record<string, { load: () => Promise<VerbModule>; usage: string; he
   },
   'codec-server': {
     load: () => import('./codec-server.js'),
-    usage: 'codec-server [--port N] [--cors-origin URL]...',
+    usage: 'codec-server [--port N] [--cors-origin URL]... [--allow-uid N]...',
     help: "decrypt payloads for the Web UI with INFIR2_CODEC_KEY (Temporal's codec protocol)",
   },
   worker: {

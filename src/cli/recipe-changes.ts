@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { RecipeError } from '../recipe/issues.js';
 import { loadRecipe } from '../recipe/load.js';
+import { shownChange } from '../plan/types.js';
 import { describeChanges, diffValues } from '../util/json-diff.js';
 
 export const ORIGIN_FILE = 'recipe-source.json';
@@ -75,7 +76,7 @@ export async function recipeChangeNote(runDir: string, cwd = process.cwd()): Pro
   if (changes.length === 0) return null;
   const runIt = origin.source.startsWith('preset:') ? ref : name;
   return (
-    `note: ${name} changed since this run started; ${going} (changed: ${describeChanges(changes)}). ` +
+    `note: ${name} changed since this run started; ${going} (changed: ${describeChanges(changes.map(shownChange))}). ` +
     `To train with the new recipe, start a run (\`infir2 run ${runIt}\`) or fork this one with --set (\`infir2 fork\`).`
   );
 }

@@ -72,7 +72,7 @@ async function resume(client: Client, refText: string, o: { from?: string; dryRu
     throw new UsageError(`--from: no step '${o.from}' in ${ref.workflowId} (steps: ${plan.steps.map((s) => s.id).join(', ')})`);
   }
   const status = await recordedStatus(ref);
-  const decisions = decideResume(plan, status, { from: o.from });
+  const decisions = await decideResume(plan, status, { from: o.from });
   process.stdout.write(`${ref.workflowId} (${wfStatus.toLowerCase()}):\n${renderDecisions(decisions)}\n`);
   // What retention deleted is not there to resume or fork from: say so, per step.
   for (const line of retentionLines(plan)) process.stdout.write(`${line}\n`);

@@ -3,7 +3,7 @@
  * print the run id and Web UI link; without --detach, follow it live and exit 0 on success, 1 on failure.
  */
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { workflowUrl } from './embedded.js';
@@ -13,6 +13,7 @@ import { defaultRunId, loadCompiled } from './recipe-input.js';
 import { ORIGIN_FILE, RECIPE_FILE, type RecipeOrigin } from './recipe-changes.js';
 import type { Plan } from '../plan/types.js';
 import { makeDirs, dirProblem, undoMakeDirs } from '../util/dir-probe.js';
+import { writeFileAtomic } from '../util/atomic-write.js';
 import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
@@ -144,6 +145,6 @@ export async function startRun(client: Client, plan: Plan, recipe: unknown, o: S
 }
 
 function writeJsonAtomic(file: string, data: unknown): void {
-  writeFileSync(`${file}.tmp`, JSON.stringify(data, null, 2) + '\n');
-  renameSync(`${file}.tmp`, file);
+  // Through an unguessable temp name: a link planted at `plan.json.tmp` in a shared runs root is never written through.
+  writeFileAtomic(file, JSON.stringify(data, null, 2) + '\n');
 }

@@ -13,9 +13,9 @@ import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
 import { codecKeyFromEnv } from '../temporal/codec-key.js';
 import { DEFAULT_CODEC_PORT } from '../temporal/codec-server.js';
-import { foreignWorkers, ownedWorkers, stopWorkers } from './owned-workers.js';
-import { groupAlive, processStartTicks } from '../util/process-group.js';
-import { STARTED_BY_ENV } from '../workers/worker-registry.js';
+import { foreignWorkers, ownedWorkers, ownServerAlive, stopWorkers } from './owned-workers.js';
+import { processStartTicks } from '../util/process-group.js';
+import { scanWorkers, STARTED_BY_ENV } from '../workers/worker-registry.js';
 import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
 
 export const USAGE = 'infir2 up [--port N] [--ui-port N] [--pool NAME]... [--slots N] [--headless]';
@@ -37,7 +37,7 @@ export async function run(argv: string[]): Promise<number> {
   const state = stateDir();
 
   let current = readEmbedded();
-  const serverUp = current !== null && groupAlive(current.serverPid);
+  const serverUp = current !== null && ownServerAlive(current);
   const address = serverUp ? current!.address : `127.0.0.1:${port}`;
   if (serverUp && process.env.TEMPORAL_ADDRESS?.trim() && !sameAddress(current!.address, process.env.TEMPORAL_ADDRESS)) {
     throw new UsageError(
@@ -50,9 +50,11 @@ export async function run(argv: string[]): Promise<number> {
       if (await portInUse(p)) throw new UsageError(`--${flag}: ${p} is already in use (another Temporal server? stop it, or choose another --${flag})`);
     }
   }
-  let mine = ownedWorkers(state, current);
+  const scan = scanWorkers();
+  for (const line of scan.ignored) process.stderr.write(`warning: worker registry: ${line}\n`);
+  let mine = ownedWorkers(state, current, scan);
   // Refused before anything starts: a worker someone else started already takes these pools' steps here.
-  const foreign = foreignWorkers(state, address, pools).filter((w) => !mine.includes(w.pid));
+  const foreign = foreignWorkers(state, address, pools, scan).filter((w) => !mine.includes(w.pid));
   if (foreign.length) {
     throw new UsageError(
       foreign.map(
@@ -72,7 +74,7 @@ export async function run(argv: string[]): Promise<number> {
     const uiCodecEndpoint = codecKeyFromEnv() && !values.headless ? `http://127.0.0.1:${DEFAULT_CODEC_PORT}` : undefined;
     const h = await startDevServer({ temporalBin: temporalBin(), stateDir: state, port, uiPort, headless: values.headless ?? false, uiCodecEndpoint });
     if (uiCodecEndpoint) process.stdout.write(`payloads are encrypted: the Web UI decodes them through ${uiCodecEndpoint} once \`infir2 codec-server\` runs\n`);
-    current = { serverPid: h.pid, workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
+    current = { serverPid: h.pid, serverStartTicks: processStartTicks(h.pid), workerPid: null, address: h.address, uiUrl: h.uiUrl, dbFile: h.dbFile, startedAt: new Date().toISOString() };
     writeEmbedded(current);
   }
   await waitForServer(current!.address);

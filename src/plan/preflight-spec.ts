@@ -10,7 +10,7 @@
  */
 import type { StepBody } from '../backends/types.js';
 import type { Pool, Recipe } from '../recipe/schema.js';
-import type { BackendName, PlanStep, PreflightSpec } from './types.js';
+import type { BackendName, PreflightSpec } from './types.js';
 
 /** What each backend's trainer cannot run without, and what else it imports. */
 function packagesOf(backend: BackendName): { needs: string[]; uses: string[] } {
@@ -87,12 +87,4 @@ function probeLaunch(sw: Recipe['software'], pool: Pool, body: StepBody, jobName
   if (pool.launcher !== 'slurm' || body.command.argv[0] !== sw.srun) return [];
   const gpus = pool.gpusPerNode > 0 && body.gpus > 0 ? [`--gpus-per-node=${Math.min(body.gpus, pool.gpusPerNode)}`] : [];
   return [sw.srun, `--job-name=${jobName}-preflight`, `--nodes=${body.nodes}`, '--ntasks-per-node=1', ...gpus, '--label', ...sw.srunArgs];
-}
-
-/** A preflight with the environment its probe runs in: the step's own, unless the plan names another (slime's Ray job). */
-export type ResolvedPreflight = PreflightSpec & { env: Record<string, string> };
-
-/** The step's preflight, its environment filled in from the step's command (null: a plan recorded before the preflight). */
-export function preflightOf(step: Pick<PlanStep, 'preflight' | 'command'>): ResolvedPreflight | null {
-  return step.preflight ? { ...step.preflight, env: step.preflight.env ?? step.command.env } : null;
 }

@@ -281,6 +281,14 @@ export interface PreflightSpec {
   saves: { dir: string; checkpointBytes: number; boundBytes: number; bound: string } | null;
 }
 
+/** A preflight with the environment its probe runs in: the step's own, unless the plan names another (slime's Ray job). */
+export type ResolvedPreflight = PreflightSpec & { env: Record<string, string> };
+
+/** The step's preflight, its environment filled in from the step's command (null: a plan recorded before the preflight). */
+export function preflightOf(step: Pick<PlanStep, 'preflight' | 'command'>): ResolvedPreflight | null {
+  return step.preflight ? { ...step.preflight, env: step.preflight.env ?? step.command.env } : null;
+}
+
 /** The adaptive stall limits of a step (activities/stall-policy.ts), seconds. */
 export interface StallSpec {
   /** From the launch, and after a checkpoint-load line, until a few iteration gaps have been seen. */
@@ -353,4 +361,35 @@ export interface WebhookSpec {
 
 export interface NotifySpec {
   webhooks: WebhookSpec[];
+}
+
+/**
+ * Query parameters that carry a credential by their name (`?token=`, `?sig=`, `?api_key=`…): a URL written in the
+ * recipe with one is refused, since the recipe travels into plan.json, recipe.json, the report and the history.
+ */
+export const SECRET_QUERY_PARAM = /^(.*[-_])?(token|key|apikey|secret|sig|signature|pass|passwd|password|pwd|auth|authorization|code|credentials?|session|jwt|hmac)$/i;
+
+/** A recipe's path to a webhook's URL (`notify.webhooks.0.url`), as diffs and the report's parameters name it. */
+export const WEBHOOK_URL_PATH = /^notify\.webhooks\.\d+\.url$/;
+
+/**
+ * A webhook URL as it may be shown (a report, a diff, a message): `env:NAME` as it is; a URL written in the recipe
+ * by its scheme and host only, since its path and query are where receivers put their tokens (Slack's
+ * `/services/T…/B…/<secret>`), and never with a `user:pass@`.
+ */
+export function shownWebhookUrl(url: unknown): unknown {
+  if (typeof url !== 'string' || ENV_REF_RE.test(url)) return url;
+  const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)(.*)$/i.exec(url);
+  if (!m) return '(not shown: not a URL)';
+  return `${m[1]}${m[2]}${m[3] ? '/…' : ''}`;
+}
+
+/** A recipe value at `path` as it may be shown: a webhook's URL by shownWebhookUrl, anything else as it is. */
+export function shownRecipeValue(path: string, value: unknown): unknown {
+  return WEBHOOK_URL_PATH.test(path) ? shownWebhookUrl(value) : value;
+}
+
+/** A recipe diff's change as it may be shown (compare's warnings, resume's note): webhook URLs by their host. */
+export function shownChange<T extends { path: string; before: unknown; after: unknown }>(c: T): T {
+  return { ...c, before: shownRecipeValue(c.path, c.before), after: shownRecipeValue(c.path, c.after) };
 }

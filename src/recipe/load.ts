@@ -6,9 +6,9 @@ import { createReadStream } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { error, RecipeError, warning, type Issue } from './issues.js';
+import { dotted, error, RecipeError, warning, type Issue } from './issues.js';
 import { lintRecipe } from './lint.js';
-import { assign, deepMerge, isMapping, parseAssignment, type Assignment, type Raw } from './merge.js';
+import { assign, deepMerge, FORBIDDEN_KEY_MESSAGE, forbiddenKeyPaths, isMapping, parseAssignment, type Assignment, type Raw } from './merge.js';
 import { parseRecipe } from './parse.js';
 import { PRESET_NAMES, PRESETS } from './presets/index.js';
 import { projectRoot } from './project-root.js';
@@ -129,6 +129,10 @@ export function parseYaml(bytes: Buffer, name: string): Raw {
   }
   if (raw === null || raw === undefined) throw new RecipeError([error(name, 'is empty; expected a mapping with at least `name`')]);
   if (!isMapping(raw)) throw new RecipeError([error(name, `expected a mapping of recipe keys at the top level, got ${Array.isArray(raw) ? 'a list' : 'a scalar'}`)]);
+  // yaml keeps `__proto__:` as an own key; zod's record would then drop it silently (an env entry vanished from
+  // the plan) and a merge would set a prototype with it. Refused here, one line per key, before any of that.
+  const forbidden = forbiddenKeyPaths(raw);
+  if (forbidden.length) throw new RecipeError(forbidden.map((p) => error(dotted(p), FORBIDDEN_KEY_MESSAGE)));
   return raw;
 }
 

@@ -4,6 +4,7 @@
  * move), or a shared step covers other iterations in another run (a fork's decay starting from an earlier
  * stable checkpoint, a run cut short): its figures then compare different stretches of training. Pure.
  */
+import { shownChange } from '../plan/types.js';
 import { diffValues, describeChanges } from '../util/json-diff.js';
 import type { Curve } from './curve.js';
 import type { RunData, StepReport } from './run-data.js';
@@ -21,7 +22,7 @@ function recipeWarnings(runs: RunData[], ids: string[]): string[] {
     if (r.plan.recipe !== runs[0]!.plan.recipe) out.push(`${ids[i + 1]} ran recipe ${r.plan.recipe}, ${ids[0]} ran ${runs[0]!.plan.recipe}`);
     if (!runs[0]!.recipe || !r.recipe) return;
     const changes = diffValues(runs[0]!.recipe, r.recipe).filter((c) => c.path !== 'runDir');
-    if (changes.length) out.push(`${ids[i + 1]} differs from ${ids[0]} in ${describeChanges(changes)}`);
+    if (changes.length) out.push(`${ids[i + 1]} differs from ${ids[0]} in ${describeChanges(changes.map(shownChange))}`);
   });
   return out;
 }

@@ -6,13 +6,14 @@
  * run whose server is gone still works. A file that is missing or unreadable becomes a line in `problems`, shown
  * on the page, never an exception.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunStatus, StepResult } from '../plan/contracts.js';
 import { PARITY_FILE, type ParitySpec } from '../plan/parity.js';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { LineSplitter } from '../engine-logs/line-splitter.js';
 import { StepLogReader } from '../rundir/step-log.js';
+import { readFileSafe } from '../util/safe-fs.js';
 import { headlineScore, type HeadlineScore } from '../workflows/step-figures.js';
 import { MAX_CURVE_POINTS } from './curve.js';
 import { StepSeriesBuilder, type StepSeries } from './step-series.js';
@@ -56,10 +57,14 @@ export interface RunData {
 
 export class NotARunDir extends Error {}
 
+/** A run file read whole: never a FIFO or a device (a FIFO planted in results/ blocked the worker writing the report). */
+const MAX_RUN_FILE_BYTES = 256 * 1024 * 1024;
+const runFile = (file: string) => readFileSafe(file, { maxBytes: MAX_RUN_FILE_BYTES, follow: true })?.text ?? '';
+
 function readJson<T>(file: string, problems: string[], what: string): T | null {
   if (!existsSync(file)) return null;
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as T;
+    return JSON.parse(runFile(file)) as T;
   } catch (err) {
     problems.push(`${what} (${file}) could not be read: ${(err as Error).message}`);
     return null;
@@ -112,7 +117,7 @@ export function readRunData(runDir: string, live?: RunStatus | null): RunData {
     const file = join(runDir, 'plan.json');
     if (!existsSync(file)) throw new NotARunDir(`${runDir} holds no plan.json: not a run directory (or it was removed)`);
     try {
-      return JSON.parse(readFileSync(file, 'utf8')) as Plan;
+      return JSON.parse(runFile(file)) as Plan;
     } catch (err) {
       throw new NotARunDir(`${file} could not be read: ${(err as Error).message}`);
     }

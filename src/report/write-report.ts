@@ -4,10 +4,10 @@
  * reader (a browser, the Web UI's link) never sees half of one. Used by `infir2 report` and by the activity
  * that writes the report at the end of every run.
  */
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { RunStatus } from '../plan/contracts.js';
-import { makeDirs, dirProblem } from '../util/dir-probe.js';
+import { dirProblem, makeDirs, PAGE_MARKER, pageDirProblem } from '../util/dir-probe.js';
 import { writeFileAtomic } from '../util/atomic-write.js';
 import { reportCharts } from './charts.js';
 import type { ChartSpec } from './line-chart.js';
@@ -32,13 +32,20 @@ export interface WrittenReport {
  * a read-only mount even for root, a full disk), so that `--out /proc/x` is refused at once instead of spinning.
  */
 export function outDirProblem(dir: string, holds = 'a report'): string | null {
-  return dirProblem(dir, holds);
+  return pageDirProblem(dir) ?? dirProblem(dir, holds);
 }
 
-/** `<out>` and `<out>/charts`, one level at a time (Node's recursive mkdir spins forever under /proc). */
+/**
+ * `<out>` and `<out>/charts`, one level at a time (Node's recursive mkdir spins forever under /proc), and the marker
+ * that makes it a page directory; refused (never written into) where pageDirProblem says so: the end-of-run report
+ * goes through here too, into a run directory others may write.
+ */
 function makeOutDir(out: string): void {
+  const problem = pageDirProblem(out);
+  if (problem) throw new Error(problem);
   makeDirs(out);
   if (!existsSync(join(out, 'charts'))) mkdirSync(join(out, 'charts'));
+  if (!existsSync(join(out, PAGE_MARKER))) writeFileAtomic(join(out, PAGE_MARKER), 'written by infir2 report/compare, which may write over this directory\n');
 }
 
 /** Each chart as SVG, and as `<out>/charts/<id>.png` when `png`. */
@@ -48,8 +55,7 @@ export function renderCharts(specs: ChartSpec[], out: string, png: boolean): Ren
     const svg = chartSvg(spec);
     if (!png) return { spec, svg, png: null };
     const file = join(out, 'charts', `${spec.id}.png`);
-    writeFileSync(`${file}.tmp-${process.pid}`, chartPng(svg));
-    renameSync(`${file}.tmp-${process.pid}`, file);
+    writeFileAtomic(file, chartPng(svg));
     return { spec, svg, png: `charts/${spec.id}.png` };
   });
 }

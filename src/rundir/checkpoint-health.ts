@@ -5,11 +5,13 @@
  * their iteration exists: until then they may be all a person has to debug the crash, after that they only keep
  * a full disk full).
  */
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
+import { readFileSafe } from '../util/safe-fs.js';
 import { inspectCheckpointDir, iterDirName, TRACKER_FILE } from './checkpoints.js';
-import { treeBytes } from './storage.js';
+import { rm } from 'node:fs/promises';
+import { treeBytes } from './tree-walk.js';
 
 /** Inside a checkpoint moved aside as bad: why, when, and by which step. */
 export const BAD_REASON_FILE = 'INFIR2_BAD_CHECKPOINT.txt';
@@ -40,7 +42,8 @@ export function markBad(dir: string, iteration: number, reason: string, stamp: s
   const from = join(dir, iterDirName(iteration));
   const to = `${from}.bad-${stamp}`;
   renameSync(from, to);
-  writeFileSync(join(to, BAD_REASON_FILE), `${reason}\nmarked bad at ${new Date().toISOString()}; never loaded again, never deleted by infir2\n`);
+  // The trainer wrote this directory: a link it holds under the reason file's name is replaced, not followed.
+  writeFileAtomic(join(to, BAD_REASON_FILE), `${reason}\nmarked bad at ${new Date().toISOString()}; never loaded again, never deleted by infir2\n`);
   const fallback = inspectCheckpointDir(dir).complete.filter((it) => it < iteration).at(-1) ?? null;
   const tracker = join(dir, TRACKER_FILE);
   if (fallback !== null) writeFileAtomic(tracker, String(fallback));
@@ -59,9 +62,9 @@ export function badCheckpoints(dir: string): BadCheckpoint[] {
     const path = join(dir, name);
     let reason = 'no reason recorded';
     try {
-      reason = readFileSync(join(path, BAD_REASON_FILE), 'utf8').split('\n')[0]!;
+      reason = readFileSafe(join(path, BAD_REASON_FILE), { maxBytes: 64 * 1024 })?.text.split('\n')[0] ?? reason;
     } catch {
-      /* moved by hand, or the file was not written */
+      /* not a file of ours (a link, a FIFO): no reason to show */
     }
     out.push({ iteration: Number(m[1]), path, reason });
   }
@@ -77,7 +80,7 @@ export function recordLoadFailure(dir: string, iteration: number): number {
   const file = join(dir, LOAD_FAILURES_FILE);
   let prev: { iteration: number; count: number } | null = null;
   try {
-    prev = JSON.parse(readFileSync(file, 'utf8')) as { iteration: number; count: number };
+    prev = JSON.parse(readFileSafe(file, { maxBytes: 4096 })?.text ?? 'null') as { iteration: number; count: number } | null;
   } catch {
     /* first failure */
   }
@@ -99,8 +102,12 @@ export interface PartialSaves {
   keptBytes: number;
 }
 
-/** Remove moved-aside partial saves that a complete checkpoint has superseded; report the rest. */
-export function prunePartials(dir: string): PartialSaves {
+/**
+ * Remove moved-aside partial saves that a complete checkpoint has superseded; report the rest. Asynchronous (a
+ * partial save may hold 100,000 files): removing and sizing them never holds the worker's event loop, and neither
+ * follows a link out of the save.
+ */
+export async function prunePartials(dir: string): Promise<PartialSaves> {
   const out: PartialSaves = { removed: [], kept: [], keptBytes: 0 };
   if (!existsSync(dir)) return out;
   const latest = inspectCheckpointDir(dir).latestComplete ?? -1;
@@ -109,11 +116,11 @@ export function prunePartials(dir: string): PartialSaves {
     if (!m) continue;
     const path = join(dir, name);
     if (Number(m[1]) <= latest) {
-      rmSync(path, { recursive: true, force: true });
+      await rm(path, { recursive: true, force: true });
       out.removed.push(path);
     } else {
       out.kept.push(path);
-      out.keptBytes += treeBytes(path);
+      out.keptBytes += (await treeBytes(path)).bytes;
     }
   }
   return out;

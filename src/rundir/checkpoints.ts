@@ -4,9 +4,10 @@
  * by rank 0 after every rank finished) has reached N (docs/infir2-recipe.md §3.1). An `iter_*` newer than the
  * tracker, or one without metadata.json, is a crash during save and must never be loaded.
  */
-import { existsSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { iterDirName } from '../plan/types.js';
+import { readFileSafe, UnsafeFileError } from '../util/safe-fs.js';
 
 export const TRACKER_FILE = 'latest_checkpointed_iteration.txt';
 const ITER_DIR = /^iter_(\d{7,})$/;
@@ -26,9 +27,15 @@ export interface CheckpointInspection {
 }
 
 function readTracker(dir: string): number | 'release' | null {
-  const file = join(dir, TRACKER_FILE);
-  if (!existsSync(file)) return null;
-  const text = readFileSync(file, 'utf8').trim();
+  let text: string;
+  try {
+    // The trainer's file: a link is followed, but a FIFO (which would block the worker) or a huge file is no tracker.
+    text = readFileSafe(join(dir, TRACKER_FILE), { maxBytes: 4096, follow: true })?.text.trim() ?? '';
+  } catch (err) {
+    if (err instanceof UnsafeFileError) return null;
+    throw err;
+  }
+  if (!text) return null;
   if (text === 'release') return 'release';
   return /^\d+$/.test(text) ? Number(text) : null;
 }

@@ -39,7 +39,7 @@ export function descendants(plan: Plan, id: string): Set<string> {
   return out;
 }
 
-export function decideResume(plan: Plan, status: RunStatus, opts: { from?: string } = {}): ResumeDecision[] {
+export async function decideResume(plan: Plan, status: RunStatus, opts: { from?: string } = {}): Promise<ResumeDecision[]> {
   const state = new Map(status.steps.map((s) => [s.id, s]));
   const forced = opts.from ? new Set([opts.from, ...descendants(plan, opts.from)]) : new Set<string>();
   const decided = new Map<string, ResumeDecision>();
@@ -52,7 +52,7 @@ export function decideResume(plan: Plan, status: RunStatus, opts: { from?: strin
     } else if (upstreamRerun && st?.result) {
       d = { stepId: step.id, action: 'rerun', iteration: null, reason: `its input ${upstreamRerun} reruns` };
     } else if (st?.result && (st.status === 'completed' || st.status === 'kept')) {
-      const now = fingerprintOutputs(step);
+      const now = await fingerprintOutputs(step);
       d =
         now === null
           ? { stepId: step.id, action: 'rerun', iteration: null, reason: 'its outputs were deleted' }
@@ -110,7 +110,7 @@ export function clearForRerun(plan: Plan, decisions: ResumeDecision[], stamp: st
       if (m && Number(m[1]) > keptFloor) aside(join(dir, name));
     }
     // The tracker goes back to what the kept steps produced, so the rerun starts from there.
-    writeFileAtomic(join(dir, TRACKER_FILE), String(keptFloor), '.tmp');
+    writeFileAtomic(join(dir, TRACKER_FILE), String(keptFloor));
   }
   return moved;
 }

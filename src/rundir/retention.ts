@@ -10,11 +10,12 @@
  * checkpoint that is being deleted, and a pinned one is never deleted. Deletions are appended to
  * `.infir2-retention.jsonl` in the root (what `fork` and `resume --dry-run` read).
  */
-import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { RetentionSpec } from '../plan/types.js';
+import { appendFileSafe, readFileSafe } from '../util/safe-fs.js';
 import { inspectCheckpointDir, iterDirName } from './checkpoints.js';
 
 export const PINS_DIR = '.infir2-pins';
@@ -53,11 +54,28 @@ export function pinnedIterations(root: string): Set<number> {
   return new Set(readdirSync(dir).flatMap((n) => (/^iter_(\d{7,})\./.exec(n) ? [Number(/^iter_(\d{7,})\./.exec(n)![1])] : [])));
 }
 
-/** What retention has deleted from a root, oldest first. */
+/** The record's size past which it is not ours (a line per deletion: millions of checkpoints). */
+const MAX_RECORD_BYTES = 64 * 1024 * 1024;
+
+/**
+ * What retention has deleted from a root, oldest first. Only what explains a missing checkpoint, so a record that
+ * is not ours (a link, a FIFO, another user's file) or a line that is not a deletion is passed over, never thrown.
+ */
 export function deletions(root: string): Deletion[] {
-  const file = join(root, RETENTION_RECORD);
-  if (!existsSync(file)) return [];
-  return readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Deletion);
+  let text: string;
+  try {
+    text = readFileSafe(join(root, RETENTION_RECORD), { maxBytes: MAX_RECORD_BYTES })?.text ?? '';
+  } catch {
+    return [];
+  }
+  return text.split('\n').flatMap((l) => {
+    try {
+      const d = JSON.parse(l) as Deletion;
+      return typeof d?.iteration === 'number' && typeof d.deletedAt === 'string' ? [d] : [];
+    } catch {
+      return [];
+    }
+  });
 }
 
 export class CheckpointGoneError extends Error {}
@@ -69,9 +87,12 @@ export class CheckpointGoneError extends Error {}
 export async function pinCheckpoint(root: string, iteration: number, owner: string): Promise<() => void> {
   // Never create a root that is not there: that is a missing checkpoint, not a place to pin in.
   if (!existsSync(root)) throw new CheckpointGoneError(`checkpoint ${iteration} of ${root} is not there (no such directory)`);
-  mkdirSync(join(root, PINS_DIR), { recursive: true });
-  const pin = join(root, PINS_DIR, `${iterDirName(iteration)}.${randomUUID()}`);
-  writeFileSync(pin, `${JSON.stringify({ owner, since: new Date().toISOString() })}\n`);
+  const pins = join(root, PINS_DIR);
+  if (!existsSync(pins)) mkdirSync(pins);
+  // A link there would put pins where the pruner of this root never looks.
+  if (!lstatSync(pins).isDirectory()) throw new Error(`${pins} is not a directory (a symbolic link?): refused, pins live in the root itself`);
+  const pin = join(pins, `${iterDirName(iteration)}.${randomUUID()}`);
+  writeFileSync(pin, `${JSON.stringify({ owner, since: new Date().toISOString() })}\n`, { flag: 'wx' });
   const release = () => rmSync(pin, { force: true });
   // A pruner that renamed it aside before seeing the pin renames it back: look again before giving up.
   for (let i = 0; i < 5; i += 1) {
@@ -96,7 +117,12 @@ export async function applyRetention(root: string, spec: RetentionSpec, by: stri
   for (const name of readdirSync(root).filter((n) => DELETING.test(n))) await rm(join(root, name), { recursive: true, force: true });
   const deleted: number[] = [];
   const evaluated = (it: number) => !spec.awaitEval || existsSync(spec.awaitEval.marker.replaceAll('{iteration}', String(it)));
-  for (const it of retentionVictims(inspectCheckpointDir(root).complete, spec, pinnedIterations(root), evaluated)) {
+  const victims = retentionVictims(inspectCheckpointDir(root).complete, spec, pinnedIterations(root), evaluated);
+  const record = join(root, RETENTION_RECORD);
+  // Every deletion is recorded: a record that cannot be (a link planted in its place, someone else's file) stops
+  // the pass before anything is deleted, rather than after a checkpoint went unrecorded.
+  if (victims.length) appendFileSafe(record, '');
+  for (const it of victims) {
     const from = join(root, iterDirName(it));
     const doomed = `${from}.deleting-${Date.now().toString(36)}`;
     renameSync(from, doomed);
@@ -104,7 +130,7 @@ export async function applyRetention(root: string, spec: RetentionSpec, by: stri
       renameSync(doomed, from); // a reader pinned it in between: it stays
       continue;
     }
-    appendFileSync(join(root, RETENTION_RECORD), `${JSON.stringify({ iteration: it, deletedAt: new Date().toISOString(), policy: spec.summary, by } satisfies Deletion)}\n`);
+    appendFileSafe(record, `${JSON.stringify({ iteration: it, deletedAt: new Date().toISOString(), policy: spec.summary, by } satisfies Deletion)}\n`);
     await rm(doomed, { recursive: true, force: true });
     deleted.push(it);
   }

@@ -9,7 +9,7 @@
  * The continuation lines make each file self-describing, so a reader computes what was dropped between the head
  * and the newest part without any other record.
  */
-import { closeSync, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
 import { formatBytes } from './storage.js';
 
@@ -59,13 +59,22 @@ export function readContinuation(fd: number): Continuation | null {
   return m ? { time: m[1]!, at: Number(m[2]), maxMB: Number(m[3]), length: end + 1 } : null;
 }
 
+/**
+ * A part of the log opened for reading, or null when there is none. Opened without blocking and taken only when it
+ * is a regular file: a FIFO planted at a log's name (the run directory is shared storage) would have blocked
+ * `logs` and the worker writing the end-of-run report for good; it reads as absent.
+ */
 function openOrNull(file: string): number | null {
+  let fd: number;
   try {
-    return openSync(file, 'r');
+    fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
+  if (fstatSync(fd).isFile()) return fd;
+  closeSync(fd);
+  return null;
 }
 
 const CHUNK = 1 << 20;
@@ -117,7 +126,8 @@ export class StepLogReader {
     if (st.size === 0) return;
     if (this.fd !== null) closeSync(this.fd);
     this.fd = null;
-    this.live(openSync(this.file, 'r'));
+    const fd = openOrNull(this.file);
+    if (fd !== null) this.live(fd);
   }
 
   close(): void {

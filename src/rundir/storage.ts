@@ -3,8 +3,8 @@
  * left where, and one line a person can act on: "disk full on /data/run/cpt (1.2 GB free)". The worker turns
  * such an error into an attempt failure of class `storage` (waited out with backoff) instead of a crash.
  */
-import { existsSync, readdirSync, statfsSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, statfsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 
 /** errno codes that always mean the file system refused a write (a write on an fd names no path). */
 const DISK_CODES = new Set(['ENOSPC', 'EROFS', 'EDQUOT']);
@@ -64,30 +64,6 @@ export function formatBytes(n: number): string {
   if (n >= 1e9) return `${(n / 1e9).toFixed(1)} GB`;
   if (n >= 1e6) return `${(n / 1e6).toFixed(0)} MB`;
   return `${Math.round(n / 1e3)} kB`;
-}
-
-/** Total size of the files under `path` (a checkpoint directory); 0 when it is gone. */
-export function treeBytes(path: string): number {
-  let total = 0;
-  const walk = (p: string) => {
-    let st;
-    try {
-      st = statSync(p);
-    } catch {
-      return;
-    }
-    if (st.isDirectory()) {
-      let names: string[] = [];
-      try {
-        names = readdirSync(p);
-      } catch {
-        return;
-      }
-      for (const n of names) walk(join(p, n));
-    } else total += st.size;
-  };
-  walk(path);
-  return total;
 }
 
 /** One line naming the fault, the path and (for a full disk) the room left: what `status` shows while waiting. */

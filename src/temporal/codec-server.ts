@@ -5,18 +5,28 @@
  * CORS preflights for the allowed origins (the UI's address), with credentials allowed for the UI's "include
  * cross-origin credentials" setting. The `X-Namespace` header is accepted and not used: one key serves all.
  *
- * It decrypts for anyone who can reach it: it listens on 127.0.0.1 only, and a browser page of any other
- * origin gets no CORS answer.
+ * It decrypts only for whom it is meant: it listens on 127.0.0.1; a POST is served for a caller that runs as one
+ * of the allowed local users (the server's own unless told: the kernel says who owns the calling socket,
+ * util/peer-uid.ts; the browser of the user who started it is that user's), or that sends the bearer token
+ * (INFIR2_CODEC_TOKEN: `temporal --codec-auth "Bearer …"`, a proxy); a browser page of another origin gets no
+ * CORS answer. A request is bounded in bytes, payloads and decoded bytes (codec-request.ts): past them, 413.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import { accessProblem, BadRequest, DEFAULT_LIMITS, payloadsOf, payloadToJson, readBody, type CodecAccess, type CodecLimits } from './codec-request.js';
+
+export { payloadFromJson, payloadToJson } from './codec-request.js';
 
 /** Where `infir2 codec-server` listens unless told, and where `infir2 up` tells its UI to look: beside the UI's 8233. */
 export const DEFAULT_CODEC_PORT = 8234;
 
-/** Larger requests are refused (413): a history's payloads are a few MB at most (2 MB each is the server's cap). */
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
+/** The environment variable holding the bearer token callers may present instead of being the server's user. */
+export const CODEC_TOKEN_ENV = 'INFIR2_CODEC_TOKEN';
+
 const ALLOWED_HEADERS = 'Content-Type, X-Namespace, Authorization';
+
+/** Requests decoded at once (each may hold the limits' worth); the rest wait their turn. */
+const CONCURRENT = 2;
 
 export interface CodecServerOptions {
   codec: PayloadCodec;
@@ -28,26 +38,16 @@ export interface CodecServerOptions {
   corsOrigins: string[];
   /** One line per failed request or payload. @default stderr */
   log?: (line: string) => void;
+  /** Who may call. @default no token; this process's own uid */
+  access?: Partial<CodecAccess>;
+  /** @default DEFAULT_LIMITS */
+  limits?: Partial<CodecLimits>;
 }
 
 export interface CodecServerHandle {
   server: Server;
   url: string;
   close(): Promise<void>;
-}
-
-interface JsonPayload {
-  metadata?: Record<string, string> | null;
-  data?: string | null;
-}
-
-class BadRequest extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 /** `http://127.0.0.1:8233/` → `http://127.0.0.1:8233`, plus its `localhost` twin (and the other way round). */
@@ -72,35 +72,6 @@ export function allowedOrigins(urls: string[]): Set<string> {
   return out;
 }
 
-const b64 = (s: unknown, what: string): Buffer => {
-  if (typeof s !== 'string' || !/^[A-Za-z0-9+/_-]*={0,2}$/.test(s)) throw new BadRequest(400, `${what}: expected base64`);
-  return Buffer.from(s, 'base64');
-};
-
-export function payloadFromJson(j: JsonPayload, i: number): Payload {
-  if (typeof j !== 'object' || j === null) throw new BadRequest(400, `payloads[${i}]: expected an object`);
-  const metadata = Object.fromEntries(Object.entries(j.metadata ?? {}).map(([k, v]) => [k, b64(v, `payloads[${i}].metadata.${k}`)]));
-  return { metadata, data: j.data == null ? new Uint8Array() : b64(j.data, `payloads[${i}].data`) };
-}
-
-export function payloadToJson(p: Payload): JsonPayload {
-  return {
-    metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
-    data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
-  };
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req) {
-    size += (c as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new BadRequest(413, `request body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(c as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 /**
  * Decode one payload at a time: one the codec cannot read (another key, damage) goes back as it came, so that the
  * UI still shows the rest of a history, and the reason is logged.
@@ -118,10 +89,31 @@ async function decodeEach(codec: PayloadCodec, payloads: Payload[], log: (l: str
   );
 }
 
+/** A queue of at most `n` holders at a time. */
+function slots(n: number): <T>(work: () => Promise<T>) => Promise<T> {
+  let free = n;
+  const waiting: (() => void)[] = [];
+  return async (work) => {
+    if (free > 0) free -= 1;
+    else await new Promise<void>((r) => waiting.push(r));
+    try {
+      return await work();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else free += 1;
+    }
+  };
+}
+
 export function startCodecServer(o: CodecServerOptions): Promise<CodecServerHandle> {
   const log = o.log ?? ((l: string) => process.stderr.write(`${l}\n`));
   const origins = allowedOrigins(o.corsOrigins);
   const host = o.host ?? '127.0.0.1';
+  const own = process.geteuid?.();
+  const access: CodecAccess = { token: o.access?.token ?? null, uids: o.access?.uids ?? (own === undefined ? [] : [own]) };
+  const limits: CodecLimits = { ...DEFAULT_LIMITS, ...o.limits };
+  const inTurn = slots(CONCURRENT);
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     const origin = req.headers.origin;
@@ -153,27 +145,39 @@ export function startCodecServer(o: CodecServerOptions): Promise<CodecServerHand
       return;
     }
     try {
-      let body: { payloads?: unknown };
-      try {
-        body = JSON.parse(await readBody(req)) as { payloads?: unknown };
-      } catch (err) {
-        if (err instanceof BadRequest) throw err;
-        throw new BadRequest(400, 'body: expected JSON');
-      }
-      if (!Array.isArray(body?.payloads)) throw new BadRequest(400, 'body: expected {"payloads": [...]}');
-      const payloads = (body.payloads as JsonPayload[]).map(payloadFromJson);
-      const out = path === '/decode' ? await decodeEach(o.codec, payloads, log) : await o.codec.encode(payloads);
-      res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ payloads: out.map(payloadToJson) }));
+      const denied = accessProblem(req, access);
+      if (denied) throw denied;
+      const out = await inTurn(async () => {
+        let body: { payloads?: unknown };
+        try {
+          body = JSON.parse(await readBody(req, limits)) as { payloads?: unknown };
+        } catch (err) {
+          if (err instanceof BadRequest) throw err;
+          throw new BadRequest(400, 'body: expected JSON');
+        }
+        const payloads = payloadsOf(body, limits);
+        return path === '/decode' ? await decodeEach(o.codec, payloads, log) : await o.codec.encode(payloads);
+      });
+      // Written payload by payload: no second copy of the whole answer as one string.
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.write('{"payloads":[');
+      out.forEach((p, i) => res.write(`${i ? ',' : ''}${JSON.stringify(payloadToJson(p))}`));
+      res.end(']}');
     } catch (err) {
       const status = err instanceof BadRequest ? err.status : 500;
       const msg = err instanceof Error ? err.message : String(err);
       log(`${req.method} ${path}: ${status} ${msg}`);
-      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'text/plain' });
+      // What is left of a refused body is read and dropped (never kept), so that the answer reaches the caller.
+      req.resume();
+      if (!res.headersSent) res.writeHead(status, { 'Content-Type': 'text/plain', ...(status === 401 ? { 'WWW-Authenticate': 'Bearer' } : {}), Connection: 'close' });
       res.end(`${msg}\n`);
     }
   };
 
   const server = createServer((req, res) => void handle(req, res));
+  // A caller that sends slowly holds a connection, not memory; not for long.
+  server.requestTimeout = 60_000;
+  server.headersTimeout = 10_000;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, host, () => {

@@ -4,12 +4,13 @@
  * outlives the command that started it; `stopDevServer` stops it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { closeSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { SEARCH_ATTRIBUTE_FLAGS } from './constants.js';
 import { makeDirs } from '../util/dir-probe.js';
 import { groupAlive, terminateGroup } from '../util/process-group.js';
+import { openAppendFdSafe } from '../util/safe-fs.js';
 
 export interface DevServerOptions {
   /** The pinned Temporal CLI (`temporal server start-dev`). */
@@ -94,7 +95,8 @@ export async function startDevServer(o: DevServerOptions): Promise<DevServerHand
  * child_process, not execa: the daemon must own its log file descriptor and outlive this process.
  */
 export function spawnDetached(file: string, args: string[], logFile: string, env?: NodeJS.ProcessEnv) {
-  const fd = openSync(logFile, 'a');
+  // The state directory may be shared (INFIR2_HOME on a group's storage): never append through a planted link.
+  const fd = openAppendFdSafe(logFile);
   try {
     const child = spawn(file, args, { detached: true, stdio: ['ignore', fd, fd], env: env ?? process.env });
     child.on('error', () => undefined);

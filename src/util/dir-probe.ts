@@ -4,7 +4,8 @@
  * { recursive: true })` never returns (it retries the ENOENT that /proc answers forever), which made
  * `infir2 run --set runDir=/proc/x`, `report --out /proc/x` and `INFIR2_HOME=/proc/x infir2 up` spin with no output.
  */
-import { existsSync, mkdirSync, rmdirSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, opendirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 
 /** File systems that hold no files of ours (statfs f_type magic numbers, linux/magic.h). */
@@ -75,9 +76,10 @@ export function dirProblem(dir: string, holds = 'a run'): string | null {
   if (shape) return shape;
   const { base } = existingAncestor(dir);
   // Root passes every permission check but not a read-only mount or a full disk: write a file to know.
-  const probe = join(base, `.infir2-probe-${process.pid}`);
+  // Created exclusively under an unguessable name: a link planted at a guessable one would be written through.
+  const probe = join(base, `.infir2-probe-${process.pid}-${randomBytes(6).toString('hex')}`);
   try {
-    writeFileSync(probe, 'probe\n');
+    writeFileSync(probe, 'probe\n', { flag: 'wx' });
   } catch (err) {
     return `${base} is not writable: ${errnoWords(err)}`;
   } finally {
@@ -115,4 +117,53 @@ export function undoMakeDirs(files: string[], created: string[]): void {
       return; // not empty: someone else's files are there
     }
   }
+}
+
+/** Written by `report` and `compare` into their output directory: a directory holding it may be written over by them. */
+export const PAGE_MARKER = '.infir2-page';
+
+/** What a page directory holds: the page, its charts, the marker, and the temp files of a write under way. */
+const PAGE_FILE = /^(index\.html|\.infir2-page)(\.tmp-[\w-]+)?$/;
+const CHART_FILE = /^[\w.-]+\.png(\.tmp-[\w-]+)?$/;
+/** A directory listed past this many entries is nobody's page. */
+const MAX_LISTED = 10_000;
+
+function list(dir: string): string[] {
+  const d = opendirSync(dir);
+  const out: string[] = [];
+  try {
+    for (let e = d.readSync(); e && out.length <= MAX_LISTED; e = d.readSync()) out.push(e.name);
+  } finally {
+    d.closeSync();
+  }
+  return out;
+}
+
+/** A page written before the marker existed: only its files, and a page whose title says infir2 wrote it. */
+function olderPage(dir: string, names: string[]): boolean {
+  if (!names.includes('index.html') || !names.every((n) => PAGE_FILE.test(n) || n === 'charts')) return false;
+  if (names.includes('charts') && !list(join(dir, 'charts')).every((n) => CHART_FILE.test(n))) return false;
+  const head = readFileSync(join(dir, 'index.html')).subarray(0, 512).toString('utf8');
+  return /<title>infir2 (report|compare): /.test(head);
+}
+
+/**
+ * Why a report or a comparison must not be written into `dir`, or null: a symbolic link (`--out` through a link
+ * wrote into its target), something other than a directory, or a directory that is not empty and holds no page of
+ * ours (`report --out /etc` wrote /etc/index.html and /etc/charts/). A missing one is made fresh.
+ */
+export function pageDirProblem(dir: string): string | null {
+  let st;
+  try {
+    st = lstatSync(dir);
+  } catch {
+    return null;
+  }
+  if (st.isSymbolicLink()) return `${dir} is a symbolic link (to ${readlinkSync(dir)}): give the directory itself`;
+  if (!st.isDirectory()) return `${dir} is not a directory`;
+  const names = list(dir);
+  const charts = join(dir, 'charts');
+  if (names.includes('charts') && !lstatSync(charts).isDirectory()) return `${charts} is not a directory (a symbolic link?)`;
+  if (!names.length || names.includes(PAGE_MARKER) || olderPage(dir, names)) return null;
+  return `${dir} is not empty and holds no infir2 report or comparison (no ${PAGE_MARKER})`;
 }

@@ -221,11 +221,24 @@ describe('payload encryption', () => {
     expect(dataText(plain)).not.toContain(plan.runDir);
     const server = await startCodecServer({ codec, port: 0, corsOrigins: [] });
     try {
+      // The CLI runs as this user: served without a token.
       const decoded = await show(['--codec-endpoint', server.url]);
       expect(decoded).not.toContain(Buffer.from('binary/encrypted').toString('base64'));
       expect(dataText(decoded)).toContain(plan.runDir);
     } finally {
       await server.close();
+    }
+    // A server that serves no local user: the CLI passes the bearer token with --codec-auth, and nothing without it.
+    const token = 'c0dec-t0ken-for-the-cli-0123456789';
+    const locked = await startCodecServer({ codec, port: 0, corsOrigins: [], log: () => undefined, access: { token, uids: [] } });
+    try {
+      const decoded = await show(['--codec-endpoint', locked.url, '--codec-auth', `Bearer ${token}`]);
+      expect(dataText(decoded)).toContain(plan.runDir);
+      const refused = await show(['--codec-endpoint', locked.url]).catch((err: Error) => err.message);
+      expect(refused).not.toContain(plan.runDir);
+      expect(dataText(refused)).not.toContain(plan.runDir);
+    } finally {
+      await locked.close();
     }
   });
 

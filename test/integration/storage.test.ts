@@ -7,7 +7,7 @@
  * skipped and say why.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import type { ApplicationFailure } from '@temporalio/common';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import { stepWorkflowId } from '../../src/temporal/constants.js';
 import { inspectCheckpointDir } from '../../src/rundir/checkpoints.js';
+import { fill, mountTmpfs, NO_MOUNT, umount } from './full-disk.js';
 import { fakePlan, fakeStep, journal, processesMentioning, ROOT, setupEnv, sleep, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 
 const exec = promisify(execFile);
@@ -36,46 +37,6 @@ async function status(workflowId: string): Promise<RunStatus> {
   expect(r.stderr).toBe('');
   return JSON.parse(r.stdout) as RunStatus;
 }
-
-/** Mount a tmpfs of `size` at `dir`; false (the caller skips, saying why) where this process may not mount. */
-function mountTmpfs(dir: string, size: string): boolean {
-  mkdirSync(dir, { recursive: true });
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function umount(dir: string): void {
-  try {
-    execFileSync('umount', ['-l', dir], { stdio: 'ignore' });
-  } catch {
-    /* not mounted */
-  }
-}
-
-/** Fill the file system under `dir` to the last block; returns the filler file. */
-function fill(dir: string): string {
-  const file = join(dir, 'filler');
-  const fd = openSync(file, 'w');
-  const chunk = Buffer.alloc(64 * 1024, 1);
-  try {
-    for (;;) writeSync(fd, chunk);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-  }
-  try {
-    for (;;) writeSync(fd, chunk, 0, 512);
-  } catch {
-    /* full to the last sector */
-  }
-  closeSync(fd);
-  return file;
-}
-
-const NO_MOUNT = 'cannot mount a tmpfs here (needs root): the disk-full and read-only cases are not checked';
 
 beforeAll(async () => {
   env = await setupEnv('storage');

@@ -132,10 +132,12 @@ stop_server
 # evalscope writes reports/<model>/<dataset>.json under a timestamped run directory of --work-dir (the layout
 # moves between versions, so search): take the newest one written by this run and keep its score.
 "$PYTHON" - "$WORK_DIR" "$DATASET" "$started" "$REPORT" "$BENCHMARK" "$MODEL_PATH" "$GENERATION_CONFIG" <<'PY'
-import glob, json, os, sys
+import json, os, sys, tempfile
 work, dataset, started, report, benchmark, model_path, gen = sys.argv[1:8]
-found = [p for p in glob.glob(os.path.join(work, "**", "reports", "**", "*.json"), recursive=True)
-         if os.path.basename(p).startswith(dataset) and os.path.getmtime(p) >= float(started) - 1]
+# <work>/**/reports/**/<dataset>*.json, walked without following a link (glob's ** follows them: a loop hangs it).
+found = [os.path.join(root, n) for root, _, names in os.walk(work) for n in names
+         if "reports" in os.path.relpath(root, work).split(os.sep) and n.startswith(dataset) and n.endswith(".json")
+         and os.path.getmtime(os.path.join(root, n)) >= float(started) - 1]
 if not found:
     sys.exit(f"error: evalscope wrote no report for {dataset} under {work}")
 path = max(found, key=os.path.getmtime)
@@ -148,8 +150,10 @@ g = json.loads(gen)
 out = {"benchmark": benchmark, "dataset": dataset, "model_path": model_path, "accuracy": score,
        "n_samples": g.get("n"), "temperature": g.get("temperature"), "top_p": g.get("top_p"),
        "max_tokens": g.get("max_tokens", g.get("max_new_tokens")), "evalscope_report": path}
-tmp = report + ".tmp"
-with open(tmp, "w") as f:
+# An unguessable temporary name, created exclusively: never written through a link planted at a guessable one.
+fd, tmp = tempfile.mkstemp(dir=os.path.dirname(report) or ".", prefix=os.path.basename(report) + ".tmp-")
+os.fchmod(fd, 0o644)
+with os.fdopen(fd, "w") as f:
     json.dump(out, f, indent=2)
 os.replace(tmp, report)
 print(f"{benchmark}: accuracy {score} ({path})")

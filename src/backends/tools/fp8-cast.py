@@ -16,6 +16,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 
 
 def main() -> int:
@@ -73,12 +74,19 @@ def main() -> int:
 
 
 def write_json(path: str, data: object) -> None:
-    """Write through a temporary file so a crash never leaves half a config."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    """Write through a temporary file so a crash never leaves half a config. The temporary file has an
+    unguessable name and is created exclusively: a link planted at a guessable one would be written through."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=os.path.basename(path) + ".tmp-")
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
 
 
 if __name__ == "__main__":

@@ -2,9 +2,9 @@
  * GpuSlots: k of the worker's GPUs per step, lowest ids first; waiters wake on release; abort while waiting;
  * across processes, one claim per GPU on the host.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { getEventListeners } from 'node:events';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -256,6 +256,24 @@ describe('GpuSlots across processes on one host', () => {
           /* gone */
         }
       }
+    }
+  });
+
+  it.skipIf(process.geteuid?.() !== 0)("a claim another user wrote in the name of root's process holds nothing; a FIFO is no claim and blocks nobody", async () => {
+    const dir = tmp();
+    const rootTrainer = spawn('sleep', ['30'], { detached: true, stdio: 'ignore' });
+    try {
+      // `nobody` says root's live process holds GPU 0: root's worker would wait on it forever.
+      const file = join(dir, 'gpu-0.json');
+      writeFileSync(file, JSON.stringify({ gpu: '0', worker: { pid: rootTrainer.pid, startTicks: null }, trainer: { pid: rootTrainer.pid, startTicks: null }, owner: 'planted', since: '', token: 't' }));
+      chownSync(file, 65534, 65534);
+      const claims = new HostGpuClaims(dir);
+      expect(claims.holder('0')).toBeNull();
+      expect('claim' in claims.tryClaim('0', 'me')).toBe(true);
+      execFileSync('mkfifo', [join(dir, 'gpu-1.json')]);
+      expect(claims.holder('1')).toBeNull(); // read without blocking
+    } finally {
+      process.kill(-rootTrainer.pid!, 'SIGKILL');
     }
   });
 

@@ -3,7 +3,7 @@
  * terminated first), stale locks of dead trainers and workers, leases of locks from other hosts, and release
  * that removes only its own lock.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lutimesSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -165,6 +165,37 @@ describe('DirLock.acquire', () => {
     lock.release();
     (await DirLock.acquire(dir, 'next', { runStop })).release();
     expect(ran).toEqual([stop]); // a clean release leaves nothing to stop
+  });
+
+  it.skipIf(process.geteuid?.() !== 0)("another user's lock naming a live group on this host: never kills it nor runs its stop command", async () => {
+    // What a user who can write a shared checkpoint root could plant for root's worker: a group to kill, a command to run.
+    const victim = spawnSleep();
+    const stop = { argv: ['touch', join(dir, 'ran')], cwd: dir, env: {} };
+    writeLock({ pgid: victim.pid, startTicks: null, workerPid: await deadPid(), owner: 'planted', stop });
+    chownSync(file, 65534, 65534);
+    const ran: unknown[] = [];
+    await expect(DirLock.acquire(dir, 'mine', { killGraceMs: 500, runStop: async (c) => void ran.push(c) })).rejects.toThrow(
+      new RegExp(`is locked by planted on ${hostname()} \\(a lock file of uid 65534\\)`),
+    );
+    expect(groupAlive(victim.pid)).toBe(true);
+    // Once its lease is over it is taken over, still without a signal or its command.
+    const t = new Date(Date.now() - LOCK_LEASE_MS - 60_000);
+    utimesSync(file, t, t);
+    (await DirLock.acquire(dir, 'mine', { killGraceMs: 500, runStop: async (c) => void ran.push(c) })).release();
+    expect(groupAlive(victim.pid)).toBe(true);
+    expect(ran).toEqual([]);
+  });
+
+  it('a link planted as the lock is no lock: never read through, replaced once its grace is over', async () => {
+    const outside = join(mkdtempSync(join(tmpdir(), 'infir2-outside-')), 'record');
+    writeFileSync(outside, JSON.stringify({ host: hostname(), workerPid: await deadPid(), pgid: null, startTicks: null, owner: 'x', since: '', token: 't' }));
+    symlinkSync(outside, file);
+    const t = new Date(Date.now() - 60_000);
+    lutimesSync(file, t, t);
+    const lock = await DirLock.acquire(dir, 'mine');
+    expect(readInfo().owner).toBe('mine');
+    expect(JSON.parse(readFileSync(outside, 'utf8')).owner).toBe('x');
+    lock.release();
   });
 
   it('replaces an unreadable lock file whose lease expired', async () => {

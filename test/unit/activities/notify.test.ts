@@ -1,4 +1,7 @@
-/** The notify activity against a real HTTP server on loopback: headers, bodies, and URLs kept out of messages. */
+/**
+ * The notify activity against a real HTTP server on loopback: headers, bodies, and URLs kept out of messages; a
+ * redirect is never followed (a 307 re-posted the event elsewhere), a URL with credentials is refused by name.
+ */
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -68,5 +71,51 @@ describe('the notify activity', () => {
     }
     expect(e.message).toBe('notify.webhooks.0.url: HOOK does not hold an http(s) URL');
     expect(e).toMatchObject({ nonRetryable: true, type: 'config' });
+  });
+});
+
+describe('redirects and credentials', () => {
+  /** A receiver that answers every request with `status` and a Location to `to`, and one that records what reaches it. */
+  const elsewhere: string[] = [];
+  const target = createServer((req, res) => {
+    elsewhere.push(`${req.method} ${req.url}`);
+    res.writeHead(200).end();
+  });
+  let redirectStatus = 301;
+  const redirector = createServer((req, res) => {
+    req.resume();
+    res.writeHead(redirectStatus, { location: `http://127.0.0.1:${(target.address() as AddressInfo).port}/stolen?token=secret-token` }).end();
+  });
+  beforeAll(async () => {
+    await new Promise<void>((r) => target.listen(0, '127.0.0.1', r));
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
+  });
+  afterAll(async () => {
+    await new Promise<void>((r) => target.close(() => r()));
+    await new Promise<void>((r) => redirector.close(() => r()));
+  });
+
+  it.each([301, 302, 303, 307, 308])('a %i is not followed: nothing reaches the new location, the delivery fails for good, naming neither URL', async (status) => {
+    redirectStatus = status;
+    process.env.INFIR2_TEST_HOOK = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}/hook/secret-token`;
+    const err = await notify(input('env:INFIR2_TEST_HOOK', 'json')).catch((e: Error & { type?: string; nonRetryable?: boolean }) => e);
+    expect(err).toMatchObject({
+      message: `notify.webhooks.0: the webhook answered ${status}, a redirect, which is not followed: give the URL it redirects to`,
+      type: 'config',
+      nonRetryable: true,
+    });
+    expect(elsewhere).toEqual([]);
+  });
+
+  it('a URL with credentials (user:pass@) is a configuration error that says so, not "no answer"', () => {
+    let e: Error & { nonRetryable?: boolean; type?: string } = new Error();
+    try {
+      webhookUrl({ url: 'env:HOOK' }, 'notify.webhooks.0', { HOOK: 'https://bot:hunter2@hooks.example.com/x' });
+    } catch (err) {
+      e = err as typeof e;
+    }
+    expect(e.message).toBe('notify.webhooks.0.url: HOOK holds a URL with credentials (user:pass@), which is never sent: give one without them');
+    expect(e).toMatchObject({ nonRetryable: true, type: 'config' });
+    expect(e.message).not.toContain('hunter2');
   });
 });

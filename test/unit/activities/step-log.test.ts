@@ -5,6 +5,7 @@
  * error.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,8 @@ import { closeStream, logFile } from '../../../src/activities/step-files.js';
 import { StepLog } from '../../../src/activities/step-log.js';
 import { headFile, logLimits, MIB, previousFile, StepLogReader } from '../../../src/rundir/step-log.js';
 import { formatBytes } from '../../../src/rundir/storage.js';
-import { fakeStep } from '../../integration/harness.js';
+import { fill, mountTmpfs, NO_MOUNT, umount } from '../../integration/full-disk.js';
+import { fakeStep, ROOT } from '../../integration/harness.js';
 
 let dir: string;
 let file: string;
@@ -185,16 +187,22 @@ describe('StepLog', () => {
     expect(text).toMatch(new RegExp(`\\] log rotated: ${formatBytes(missing).replace(/\d+/, '\\d+')} dropped between here and the newest part`));
   });
 
-  it('a write the disk refuses is the stream\'s error, then it closes: nothing thrown, nothing waits on it', async () => {
-    symlinkSync('/dev/full', file);
-    const log = new StepLog(file, 1);
-    const errors: NodeJS.ErrnoException[] = [];
-    log.on('error', (e) => errors.push(e));
-    const closed = new Promise((r) => log.once('close', r));
-    log.write(line(0));
-    await closed;
-    expect(log.destroyed).toBe(true);
-    expect(errors.map((e) => e.code)).toEqual(['ENOSPC']);
+  it('a write the disk refuses is the stream\'s error, then it closes: nothing thrown, nothing waits on it', async (ctx) => {
+    const mnt = join(dir, 'full');
+    if (!mountTmpfs(mnt, '64k')) return ctx.skip(NO_MOUNT);
+    try {
+      fill(mnt);
+      const log = new StepLog(join(mnt, 'cpt.stable.log'), 1);
+      const errors: NodeJS.ErrnoException[] = [];
+      log.on('error', (e) => errors.push(e));
+      const closed = new Promise((r) => log.once('close', r));
+      log.write(line(0));
+      await closed;
+      expect(log.destroyed).toBe(true);
+      expect(errors.map((e) => e.code)).toEqual(['ENOSPC']);
+    } finally {
+      umount(mnt);
+    }
   });
 
   it('a rotation that fails (the previous part\'s name taken by a directory) is the stream\'s error', async () => {
@@ -222,19 +230,52 @@ describe('the attempt\'s log', () => {
     expect(caps).toEqual([1024, 7]);
   });
 
-  it('a full disk under the log fails the attempt as storage, naming the log', async () => {
+  it('a full disk under the log fails the attempt as storage, naming the log', async (ctx) => {
     const step = fakeStep({ id: 'full', runDir: dir });
+    if (!mountTmpfs(join(dir, 'logs'), '64k')) return ctx.skip(NO_MOUNT);
+    try {
+      fill(join(dir, 'logs'));
+      const seen = (await new MockActivityEnvironment().run(async () => {
+        const a = openAttempt({ recipe: 'r', runId: 'r1', runDir: dir, step, attempt: 1 });
+        a.note('a line the disk refuses');
+        await a.flushLog();
+        return { code: (a.logError as NodeJS.ErrnoException | null)?.code, verdict: await refineVerdict(a, { cls: 'crash', reason: 'exit code 1' }, []), message: failure(a, 'crash', 'x').message };
+      })) as { code?: string; verdict: { cls: string; reason: string }; message: string };
+      expect(seen.code).toBe('ENOSPC');
+      expect(seen.verdict.cls).toBe('storage');
+      expect(seen.verdict.reason).toContain(logFile(dir, 'full'));
+      expect(seen.message).toContain(`the step's log could not be written (${logFile(dir, 'full')}: `);
+    } finally {
+      umount(join(dir, 'logs'));
+    }
+  });
+});
+
+describe('a link planted at the log\'s name (the run directory is shared storage)', () => {
+  it('is refused, not followed: the file it points at is untouched and the attempt names the log', async () => {
+    const step = fakeStep({ id: 'planted', runDir: dir });
+    const victim = join(dir, 'victim.txt');
+    writeFileSync(victim, 'precious\n');
     mkdirSync(join(dir, 'logs'), { recursive: true });
-    symlinkSync('/dev/full', logFile(dir, 'full'));
+    symlinkSync(victim, logFile(dir, 'planted'));
     const seen = (await new MockActivityEnvironment().run(async () => {
       const a = openAttempt({ recipe: 'r', runId: 'r1', runDir: dir, step, attempt: 1 });
-      a.note('a line the disk refuses');
+      a.note('trainer output that must not reach the victim');
       await a.flushLog();
-      return { code: (a.logError as NodeJS.ErrnoException | null)?.code, verdict: refineVerdict(a, { cls: 'crash', reason: 'exit code 1' }, []), message: failure(a, 'crash', 'x').message };
-    })) as { code?: string; verdict: { cls: string; reason: string }; message: string };
-    expect(seen.code).toBe('ENOSPC');
-    expect(seen.verdict.cls).toBe('storage');
-    expect(seen.verdict.reason).toContain(logFile(dir, 'full'));
-    expect(seen.message).toContain(`the step's log could not be written (${logFile(dir, 'full')}: `);
+      return { code: (a.logError as NodeJS.ErrnoException | null)?.code, message: failure(a, 'crash', 'x').message };
+    })) as { code?: string; message: string };
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n');
+    expect(seen.code).toBe('EUNSAFE');
+    expect(seen.message).toContain(`${logFile(dir, 'planted')} is a symbolic link: refused`);
+  });
+});
+
+describe('a FIFO planted at a log part\'s name', () => {
+  it('reads as no log, at once, instead of blocking `logs` and the report', () => {
+    execFileSync('mkfifo', [file]);
+    // In a child with a deadline: an open that blocks would block this test's thread for good, not fail it.
+    const code = `import { readStepSeries } from './src/report/run-data.ts'; const s = readStepSeries(${JSON.stringify(file)}); console.log(JSON.stringify(s && { attempts: s.attempts.length, iterations: s.loss.length }));`;
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: ROOT, timeout: 20_000, encoding: 'utf8' });
+    expect(JSON.parse(out)).toEqual({ attempts: 0, iterations: 0 });
   });
 });

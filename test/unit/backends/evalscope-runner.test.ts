@@ -49,6 +49,8 @@ case "\${FAKE_EVALSCOPE:-ok}" in
 esac
 mkdir -p "$work/20250101_000000/reports/served"
 cp "$FAKE_REPORT" "$work/20250101_000000/reports/served/$ds.json"
+# A symlink loop in its work directory (ln -s . a; ln -s . b): the report search must not follow it.
+if [[ "\${FAKE_EVALSCOPE:-ok}" == loop ]]; then ln -s . "$work/20250101_000000/a"; ln -s . "$work/20250101_000000/b"; fi
 `;
 
 function freePort(): Promise<number> {
@@ -125,6 +127,12 @@ describe('evalscope-runner.sh', () => {
     expect(alive(join(r.state, "server.pid")), "server").toBe(false);
     expect(alive(join(r.state, "worker.pid")), "worker").toBe(false);
   });
+
+  it('finds the report past a symlink loop in the work directory, without following it', async () => {
+    const r = await runRunner({ FAKE_EVALSCOPE: 'loop' });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(r.report, 'utf8'))).toMatchObject({ accuracy: 0.4375 });
+  }, 30_000);
 
   it('stops the server and its workers when evalscope fails, and passes the failure on', async () => {
     const r = await runRunner({ FAKE_EVALSCOPE: 'fail' });

@@ -62,6 +62,10 @@ const CASES: Case[] = [
   file('unknown-key-in-list', [/^sft\.0\.lr: required/, /^sft\.0\.lrr: unknown key; did you mean 'lr'\?$/]),
   file('bad-eval-model', [/^eval\.models\.0: expected one of base, hf, fp8, rl; got 'final'$/]),
   file('no-stages', [/^\(recipe\): no stages/]),
+  // Keys that reach JavaScript's object prototype (issue 30 case 6): refused wherever they are written.
+  file('proto-top-level', [/^__proto__: key not allowed: __proto__, constructor and prototype name no recipe key/]),
+  file('proto-nested', [/^cpt\.constructor: key not allowed/]),
+  file('proto-env-map', [/^cpt\.env\.__proto__: key not allowed/, /^sft\.0\.prototype: key not allowed/]),
   file('several-problems', [/^precision: expected one of/, /^cpt\.iterations: must be at least 1, got -1$/, /^cpt\.saveIntervall: unknown key; did you mean 'saveInterval'\?$/]),
   // Files that are not recipes.
   { name: 'missing file', args: ['validate', 'recipes/nope.yaml'], errors: [/^recipes\/nope\.yaml: no such file$/] },
@@ -85,6 +89,13 @@ const CASES: Case[] = [
   { name: '--set a secret reference that is no variable name', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=hf-token'], errors: [/^cpt\.secrets\.HF_TOKEN: .*'hf-token'/] },
   { name: '--set a secret also in env', args: ['validate', 'tiny', '--set', 'cpt.secrets.HF_TOKEN=HF_TOKEN', '--set', 'cpt.env.HF_TOKEN=hf_abc'], errors: [/^cpt\.secrets\.HF_TOKEN: HF_TOKEN is also set in cpt\.env, whose values travel in the plan and the run's history: keep it in secrets only$/] },
   { name: '--set through a scalar', args: ['validate', 'tiny', '--set', 'name.x=1'], errors: [/^--set name\.x=1: name is a string, not a mapping or a list$/] },
+  { name: '--set through __proto__', args: ['validate', 'tiny', '--set', 'pools.__proto__.x=1'], errors: [/^--set pools\.__proto__\.x=1: pools\.__proto__: key not allowed/] },
+  { name: '--set __proto__ at the top', args: ['validate', 'tiny', '--set', '__proto__.polluted=yes'], errors: [/^--set __proto__\.polluted=yes: __proto__: key not allowed/] },
+  { name: '--set constructor.prototype', args: ['validate', 'tiny', '--set', 'constructor.prototype.x=1'], errors: [/^--set constructor\.prototype\.x=1: constructor: key not allowed/] },
+  { name: '--set a stage\'s __proto__', args: ['validate', 'tiny', '--set', 'cpt.__proto__=1'], errors: [/^--set cpt\.__proto__=1: cpt\.__proto__: key not allowed/] },
+  { name: '--set a value holding __proto__', args: ['validate', 'tiny', '--set', 'cpt.env={__proto__: {x: 1}}'], errors: [/^--set cpt\.env=\{__proto__: \{x: 1\}\}: cpt\.env\.__proto__: key not allowed/] },
+  { name: '--set a webhook URL with credentials', args: ['validate', 'tiny', '--set', "notify={webhooks: [{url: 'https://bot:hunter2@hooks.example.com/x'}]}"], errors: [/^notify\.webhooks\.0\.url: holds credentials \(user:pass@\), which fetch never sends .*, got 'https:\/\/hooks\.example\.com\/…'$/] },
+  { name: '--set a webhook URL with a token in its query', args: ['validate', 'tiny', '--set', "notify={webhooks: [{url: 'https://hooks.example.com/x?channel=ops&access_token=hunter2'}]}"], errors: [/^notify\.webhooks\.0\.url: holds a secret in its query \(access_token=…\): .* write env:NAME, got 'https:\/\/hooks\.example\.com\/…'$/] },
   { name: 'bad --run-id', args: ['plan', 'tiny', '--run-id', '../x'], errors: [/^--run-id: '\.\.\/x' is not a valid run id/] },
 ];
 
@@ -110,13 +121,17 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 describe('malformed recipes, in-process', () => {
   it('covers at least 30 cases', () => expect(CASES.length).toBeGreaterThanOrEqual(30));
   it.each(CASES)('$name → exit 2, one line per problem', async (c) => {
-    expectRejected(await runInProcess(c.args), c);
+    const r = await runInProcess(c.args);
+    expectRejected(r, c);
+    expect(r.stderr).not.toContain('hunter2'); // a secret in a refused value is not echoed
+    // Nothing leaked into the process's objects on the way (a --set through __proto__ once set Object.prototype.x).
+    expect(({} as Record<string, unknown>).x ?? ({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 });
 
 describe('malformed recipes, as the built CLI', () => {
   beforeAll(() => ensureBuilt(), 120_000);
-  const SUBSET = ['--set a negative failure rate', 'wrong-type', 'unknown-nested-key', 'yaml-syntax', 'empty', 'escaping-name', 'duplicate-keys', 'several-problems', 'a binary file', 'an absurdly large file', 'missing file', 'a directory', '--set without =', 'unknown-preset'];
+  const SUBSET = ['--set a negative failure rate', 'wrong-type', 'unknown-nested-key', 'yaml-syntax', 'empty', 'escaping-name', 'duplicate-keys', 'several-problems', 'a binary file', 'an absurdly large file', 'missing file', 'a directory', '--set without =', 'unknown-preset', 'proto-env-map', '--set through __proto__', '--set constructor.prototype'];
   it.each(CASES.filter((c) => SUBSET.includes(c.name)))('$name', async (c) => {
     expectRejected(await runSubprocess(c.args), c);
   });

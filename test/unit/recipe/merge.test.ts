@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { assign, deepMerge, parseAssignment, type Assignment } from '../../../src/recipe/merge.js';
+import { assign, deepMerge, forbiddenKeyPaths, parseAssignment, type Assignment } from '../../../src/recipe/merge.js';
 import { closest, levenshtein } from '../../../src/recipe/suggest.js';
 
 describe('deepMerge (recipe over preset)', () => {
@@ -54,6 +54,32 @@ describe('--set key.path=value', () => {
     expect(set(t, 'sft.3.lr=1')).toBe('sft has 1 item(s): index 3 is out of range');
     expect(set(t, 'sft.lr=1')).toBe("sft is a list: index it with a number, not 'lr'");
     expect(set(t, 'name.x=1')).toBe('name is a string, not a mapping or a list');
+  });
+
+  it('walks only own keys: an inherited one (toString) becomes a key of the recipe, Object.prototype stays untouched', () => {
+    const t: Record<string, unknown> = { cpt: {} };
+    expect(set(t, 'cpt.toString.x=1')).toBeUndefined();
+    expect(t).toEqual({ cpt: { toString: { x: 1 } } });
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+
+  it('refuses keys that reach the prototype, in the path and in the value, naming the key path', () => {
+    expect(parseAssignment('pools.__proto__.x=1')).toMatch(/^pools\.__proto__: key not allowed/);
+    expect(parseAssignment('constructor.prototype.x=1')).toMatch(/^constructor: key not allowed/);
+    expect(parseAssignment('cpt.env={a: 1, __proto__: 2}')).toMatch(/^cpt\.env\.__proto__: key not allowed/);
+    // assign() refuses on its own too, for an Assignment built elsewhere.
+    expect(assign({}, { text: 'x', path: ['a', '__proto__', 'x'], value: 1 })).toMatch(/^a\.__proto__: key not allowed/);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+});
+
+describe('forbidden keys in parsed data', () => {
+  it('finds them at any depth, in mappings and lists, and stops below each', () => {
+    const data = JSON.parse('{"a": {"__proto__": {"constructor": 1}}, "b": [{"prototype": 2}], "c": {"ok": 1}}');
+    expect(forbiddenKeyPaths(data)).toEqual([['a', '__proto__'], ['b', 0, 'prototype']]);
+  });
+  it('makes deepMerge throw rather than set a prototype', () => {
+    expect(() => deepMerge({ a: 1 }, JSON.parse('{"__proto__": {"x": 1}}'))).toThrow(/forbidden key '__proto__'/);
   });
 });
 

@@ -132,7 +132,7 @@ describe('report of a 7B-style Megatron + slime run', () => {
 
   it('makes a nested output directory one level at a time, and refuses one it cannot write at once', () => {
     const w = writeReport(runDir, { out: join(dir, 'a', 'b', 'c'), png: false });
-    expect(readdirSync(join(dir, 'a', 'b', 'c')).sort()).toEqual(['charts', 'index.html']);
+    expect(readdirSync(join(dir, 'a', 'b', 'c')).sort()).toEqual(['.infir2-page', 'charts', 'index.html']);
     expect(w.page).toBe(join(dir, 'a', 'b', 'c', 'index.html'));
     // Node's recursive mkdir never returns under /proc: the probe names it instead, in bounded time.
     const t0 = Date.now();

@@ -1,5 +1,5 @@
 /** Checkpoint retention on real directories: the policy, the record, pins, and the protocol with readers. */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -75,5 +75,31 @@ describe('applyRetention', () => {
     const nowhere = join(dir, 'no', 'such');
     await expect(pinCheckpoint(nowhere, 1, 'reader')).rejects.toThrow(/no such directory/);
     expect(existsSync(nowhere)).toBe(false);
+  });
+
+  it('a link planted at the record\'s name is never appended through: the pass stops before deleting anything', async () => {
+    const dir = root([10, 20, 30]);
+    const outside = join(mkdtempSync(join(tmpdir(), 'infir2-outside-')), 'not-yours.txt');
+    writeFileSync(outside, 'precious\n');
+    symlinkSync(outside, join(dir, '.infir2-retention.jsonl'));
+    await expect(applyRetention(dir, spec({ last: 1 }), 'x')).rejects.toThrow(/\.infir2-retention\.jsonl is a symbolic link: refused/);
+    expect(readFileSync(outside, 'utf8')).toBe('precious\n');
+    expect(inspectCheckpointDir(dir).complete).toEqual([10, 20, 30]); // nothing deleted unrecorded
+    expect(deletions(dir)).toEqual([]); // the link is not read either
+  });
+
+  it('reads past lines of the record that are not deletions instead of failing fork or resume', async () => {
+    const dir = root([10, 20, 30]);
+    await applyRetention(dir, spec({ last: 2 }), 'x');
+    appendFileSync(join(dir, '.infir2-retention.jsonl'), 'garbage\n{"iteration": "x"}\n');
+    expect(deletions(dir).map((d) => d.iteration)).toEqual([10]);
+  });
+
+  it('pins only in a real directory of the root, never through a link', async () => {
+    const dir = root([10]);
+    const elsewhere = mkdtempSync(join(tmpdir(), 'infir2-elsewhere-'));
+    symlinkSync(elsewhere, join(dir, '.infir2-pins'));
+    await expect(pinCheckpoint(dir, 10, 'reader')).rejects.toThrow(/\.infir2-pins is not a directory/);
+    expect(readdirSync(elsewhere)).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatBytes, freeBytes, isStorageError, storageErrorInLine, storageReason, treeBytes } from '../../../src/rundir/storage.js';
+import { formatBytes, freeBytes, isStorageError, storageErrorInLine, storageReason } from '../../../src/rundir/storage.js';
 
 let dir: string;
 beforeEach(() => {
@@ -52,13 +52,5 @@ describe('storage faults in words', () => {
     expect(formatBytes(1.24e9)).toBe('1.2 GB');
     expect(formatBytes(340e6)).toBe('340 MB');
     expect(formatBytes(12_345)).toBe('12 kB');
-  });
-
-  it('sums a tree; a missing one is 0', () => {
-    mkdirSync(join(dir, 'a', 'b'), { recursive: true });
-    writeFileSync(join(dir, 'a', 'x'), 'x'.repeat(100));
-    writeFileSync(join(dir, 'a', 'b', 'y'), 'y'.repeat(23));
-    expect(treeBytes(join(dir, 'a'))).toBe(123);
-    expect(treeBytes(join(dir, 'gone'))).toBe(0);
   });
 });

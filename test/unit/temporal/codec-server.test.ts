@@ -1,8 +1,11 @@
 /**
  * `infir2 codec-server`'s HTTP side (Temporal's remote codec protocol), on a free port: /encode and /decode in
- * proto3 JSON, the CORS preflight the Web UI sends, origins it must refuse, and bad requests.
+ * proto3 JSON, the CORS preflight the Web UI sends, origins it must refuse, and bad requests; who may call (its own
+ * user, or the bearer token) and the limits on what one request may hold.
  */
+import { execFile } from 'node:child_process';
 import { request } from 'node:http';
+import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
@@ -22,9 +25,9 @@ interface Reply {
   body: string;
 }
 
-function call(method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Reply> {
+function call(method: string, path: string, headers: Record<string, string> = {}, body?: string, url = h.url): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = request(`${h.url}${path}`, { method, headers }, (res) => {
+    const req = request(`${url}${path}`, { method, headers }, (res) => {
       let b = '';
       res.on('data', (c) => (b += c));
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: b }));
@@ -42,8 +45,10 @@ beforeAll(async () => {
 });
 afterAll(async () => h?.close());
 
+const plain0 = payloadToJson(defaultPayloadConverter.toPayload({ runDir: '/shared/runs/x' })!);
+
 describe('codec server', () => {
-  const plain = payloadToJson(defaultPayloadConverter.toPayload({ runDir: '/shared/runs/x' })!);
+  const plain = plain0;
 
   it('encodes, then decodes back to the same proto3 JSON payload', async () => {
     const enc = await post('/encode', [plain]);
@@ -104,5 +109,64 @@ describe('codec server', () => {
     expect([...allowedOrigins(['http://localhost:8233/', 'https://temporal.example.org'])]).toEqual([
       'http://localhost:8233', 'http://127.0.0.1:8233', 'https://temporal.example.org',
     ]);
+  });
+});
+
+describe('who may call', () => {
+  const TOKEN = 'a'.repeat(20) + 'bearer-token';
+  let locked: CodecServerHandle;
+  beforeAll(async () => {
+    // No local user allowed: only the token opens it.
+    locked = await startCodecServer({ codec, port: 0, corsOrigins: [], log: () => undefined, access: { token: TOKEN, uids: [] } });
+  });
+  afterAll(async () => locked?.close());
+  const body = JSON.stringify({ payloads: [payloadToJson(defaultPayloadConverter.toPayload('x')!)] });
+
+  it('serves the bearer token, refuses a wrong one (401) and a caller without one whose user is not allowed (403)', async () => {
+    expect((await call('POST', '/encode', { Authorization: `Bearer ${TOKEN}` }, body, locked.url)).status).toBe(200);
+    const wrong = await call('POST', '/encode', { Authorization: 'Bearer guess-guess-guess-guess' }, body, locked.url);
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers['www-authenticate']).toBe('Bearer');
+    expect(wrong.body).toBe('Authorization: not the bearer token of this codec server\n');
+    const none = await call('POST', '/decode', {}, body, locked.url);
+    expect(none.status).toBe(403);
+    expect(none.body).toMatch(new RegExp(`^the caller runs as uid ${process.geteuid!()}, which may not use this codec server`));
+  });
+
+  it('a server with no token refuses any Authorization header (401), and serves its own user without one', async () => {
+    expect((await call('POST', '/encode', { Authorization: `Bearer ${TOKEN}` }, body)).status).toBe(401);
+    expect((await call('POST', '/encode', {}, body)).status).toBe(200);
+  });
+
+  it.skipIf(process.geteuid?.() !== 0)('refuses a local caller running as another user (nobody), who has no token', async () => {
+    const code = `fetch(${JSON.stringify(`${h.url}/decode`)}, { method: 'POST', body: ${JSON.stringify(body)} }).then(async (r) => console.log(r.status, await r.text()))`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-e', code], { uid: 65534, gid: 65534 });
+    expect(stdout).toBe('403 the caller runs as uid 65534, which may not use this codec server (its own user: 0; --allow-uid, or a bearer token: INFIR2_CODEC_TOKEN)\n\n');
+  });
+});
+
+describe('what one request may hold', () => {
+  it('a million empty payloads are refused (413) as they arrive, before any is parsed', async () => {
+    const flood = `{"payloads":[${'{},'.repeat(1_000_000)}{}]}`;
+    const r = await call('POST', '/decode', { 'Content-Type': 'application/json' }, flood);
+    expect(r.status).toBe(413);
+    expect(r.body).toBe('more than 4096 payloads (or more JSON than they could hold) in one request\n');
+    // The server lives on.
+    expect((await post('/encode', [plain0])).status).toBe(200);
+  });
+
+  it('refuses more payloads, more decoded bytes or a larger body than its limits (413), naming the limit', async () => {
+    const small = await startCodecServer({ codec, port: 0, corsOrigins: [], log: () => undefined, limits: { maxPayloads: 3, maxDecodedBytes: 1000, maxBodyBytes: 4000 } });
+    try {
+      const p = payloadToJson(defaultPayloadConverter.toPayload('x')!);
+      const send = (payloads: unknown[]) => call('POST', '/encode', {}, JSON.stringify({ payloads }), small.url);
+      expect((await send([p, p, p])).status).toBe(200);
+      expect((await send([p, p, p, p])).body).toBe('4 payloads in one request; at most 3\n');
+      const big = { metadata: {}, data: Buffer.alloc(1500).toString('base64') };
+      expect(await send([big])).toMatchObject({ status: 413, body: 'the payloads hold 1500 bytes; at most 1000 per request\n' });
+      expect(await send([{ data: 'A'.repeat(5000) }])).toMatchObject({ status: 413, body: 'request body over 4000 bytes\n' });
+    } finally {
+      await small.close();
+    }
   });
 });
