@@ -74,6 +74,23 @@ export class DirLock {
     private info: LockInfo,
   ) {}
 
+  /**
+   * Stop, as a takeover would, the trainer a dead worker of this host left holding `dir` (its tree alive, its worker
+   * gone), without taking the lock. The next attempt calls it before it waits for GPUs: the orphan holds the step's
+   * GPUs, so the attempt would otherwise wait, unsupervised, for the orphan to finish the whole stage. Another
+   * user's lock, another host's, or one whose worker lives is left to `acquire`.
+   */
+  static async stopOrphan(dir: string, opts: AcquireOptions = {}): Promise<boolean> {
+    const held = readLock(join(dir, LOCK_FILE));
+    if (!held || held.host !== hostname() || held.fileUid !== euid() || held.pgid === null) return false;
+    if (held.workerPid === process.pid || pidAlive(held.workerPid) || !trainerAlive(held)) return false;
+    const killGraceMs = opts.killGraceMs ?? 30_000;
+    opts.onTakeover?.(`stopping the trainer of ${held.owner}, whose worker (pid ${held.workerPid}) is gone, before waiting for its GPUs`);
+    if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => opts.onTakeover?.(m)).done;
+    else await terminateGroup(held.pgid, killGraceMs);
+    return true;
+  }
+
   /** Take the lock on `dir`, clearing out a dead or zombie holder (its process group, then its stop command). */
   static async acquire(dir: string, owner: string, opts: AcquireOptions = {}): Promise<DirLock> {
     const { onTakeover, killGraceMs = 30_000, runStop } = opts;

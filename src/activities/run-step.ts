@@ -35,7 +35,7 @@ import { failure, openAttempt, type Attempt, type RunStepInput } from './attempt
 import { classifyExit } from './classify.js';
 import { refineVerdict, workerStorageVerdict } from './failure-evidence.js';
 import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
-import { type AcquireOptions, DirLock, LockBusyError } from './lock.js';
+import { type AcquireOptions, DirLock, LockBusyError, type StopCommand } from './lock.js';
 import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
@@ -171,6 +171,17 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
   const waitBeat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
   try {
     const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
+    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
+    const lockOpts = {
+      onTakeover: note,
+      killGraceMs: opts.killGraceMs,
+      // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
+      stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
+      runStop: (stop: StopCommand) => runStopCommand(stop, note),
+    };
+    // The trainer a dead worker left holds this step's GPUs: it saves and stops first, or this attempt would wait
+    // for its GPUs until it finished the stage unsupervised.
+    if (step.gpus > 0) await DirLock.stopOrphan(lockDir, lockOpts);
     try {
       // Free in this worker and unclaimed by any other process on the host; a wait names who holds the GPUs.
       held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal, owner, (why) => {
@@ -183,15 +194,8 @@ async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise
       note(`attempt ${a.input.attempt} not started: ${err.message}`);
       throw failure(a, 'config', err.message);
     }
-    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
     mkdirSync(lockDir, { recursive: true });
-    held.lock = await lockWhenFree(lockDir, owner, {
-      onTakeover: note,
-      killGraceMs: opts.killGraceMs,
-      // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
-      stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
-      runStop: (stop) => runStopCommand(stop, note),
-    }, ctx.cancellationSignal, (msg) => {
+    held.lock = await lockWhenFree(lockDir, owner, lockOpts, ctx.cancellationSignal, (msg) => {
       note(msg);
       waitFor(a, msg.replace(/^waiting for the lock: /, 'the checkpoint directory\'s lock: '));
     });

@@ -93,6 +93,25 @@ describe('DirLock.acquire', () => {
     expect(readInfo().owner).toBe('wf attempt 2');
   });
 
+  it("stopOrphan: the trainer of a dead worker is stopped before the next attempt waits for the GPUs it holds, and the lock stays", async () => {
+    const trainer = spawnSleep();
+    writeLock({ workerPid: await deadPid(), pgid: trainer.pid, startTicks: processStartTicks(trainer.pid), owner: 'wf attempt 1' });
+    const msgs: string[] = [];
+    expect(await DirLock.stopOrphan(dir, { onTakeover: (m) => msgs.push(m), killGraceMs: 2_000 })).toBe(true);
+    expect(groupAlive(trainer.pid)).toBe(false);
+    expect(msgs[0]).toMatch(/^stopping the trainer of wf attempt 1, whose worker \(pid \d+\) is gone, before waiting for its GPUs$/);
+    expect(readInfo().owner).toBe('wf attempt 1'); // taking the lock is acquire's
+  });
+
+  it('stopOrphan leaves a trainer whose worker lives, and a directory with no lock', async () => {
+    const trainer = spawnSleep();
+    writeLock({ workerPid: process.pid, pgid: trainer.pid, startTicks: processStartTicks(trainer.pid), owner: 'wf attempt 1' });
+    expect(await DirLock.stopOrphan(dir)).toBe(false);
+    expect(groupAlive(trainer.pid)).toBe(true);
+    rmSync(file);
+    expect(await DirLock.stopOrphan(dir)).toBe(false);
+  });
+
   it('takes over the stale lock of a dead trainer without signalling anything', async () => {
     const gone = await deadPid();
     writeLock({ workerPid: gone, pgid: gone, startTicks: 12345, owner: 'old attempt' });
