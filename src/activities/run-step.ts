@@ -8,7 +8,7 @@
  *   preflight       the step's own interpreter and environment, on every node, against the recipe's versions and
  *                   the known-bad combinations; room for its checkpoints, its inputs readable (preflight-phase.ts)
  *   acquire         the step's GPUs (claimed host-wide: gpu-slots.ts), then the exclusive lock on its checkpoint
- *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting
+ *                   dir (which also stops a trainer left by an earlier attempt); heartbeats go on while waiting (acquire.ts)
  *   chooseStart     the newest complete checkpoint (partial saves are moved aside); a step whose final
  *                   checkpoint is complete is not run again
  *   launch          argv without a shell, behind the launcher that owns its process tree on each node, every
@@ -24,7 +24,6 @@
  *   release         GPUs and lock, on every path
  */
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
-import { mkdirSync } from 'node:fs';
 import type { Progress, StepResult } from '../plan/contracts.js';
 import { inspectCheckpointDir, quarantinePartials } from '../rundir/checkpoints.js';
 import { prunePartials } from '../rundir/checkpoint-health.js';
@@ -34,8 +33,8 @@ import { isStorageError, storageReason } from '../rundir/storage.js';
 import { failure, openAttempt, type Attempt, type RunStepInput } from './attempt.js';
 import { classifyExit } from './classify.js';
 import { refineVerdict, workerStorageVerdict } from './failure-evidence.js';
-import { NotEnoughGpusError, type GpuSlots } from './gpu-slots.js';
-import { type AcquireOptions, DirLock, LockBusyError, type StopCommand } from './lock.js';
+import { acquire, type Held } from './acquire.js';
+import type { GpuSlots } from './gpu-slots.js';
 import { watchOomKills, type OomWatch } from './oom-kills.js';
 import { closeStream, completionMet, inputExists, writeResult } from './step-files.js';
 import { MissingSecretError, redact, resolveSecrets } from './secrets.js';
@@ -65,10 +64,6 @@ export interface SupervisorOptions {
   serverTakes?: (taskToken: Uint8Array, progress: Progress) => Promise<boolean>;
 }
 
-interface Held {
-  gpuIds: string[];
-  lock: DirLock | null;
-}
 
 export function createRunStep(opts: SupervisorOptions) {
   return async function runStep(input: RunStepInput): Promise<StepResult> {
@@ -164,47 +159,6 @@ function checkSecrets(a: Attempt): void {
   }
 }
 
-/** GPUs first, the lock second: a step waiting for GPUs must not hold its directory. */
-async function acquire(a: Attempt, held: Held, opts: SupervisorOptions): Promise<void> {
-  const { step, ctx, note } = a;
-  // Heartbeat while waiting, so a long wait is not mistaken for a dead worker.
-  const waitBeat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
-  try {
-    const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
-    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
-    const lockOpts = {
-      onTakeover: note,
-      killGraceMs: opts.killGraceMs,
-      // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
-      stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
-      runStop: (stop: StopCommand) => runStopCommand(stop, note),
-    };
-    // The trainer a dead worker left holds this step's GPUs: it saves and stops first, or this attempt would wait
-    // for its GPUs until it finished the stage unsupervised.
-    if (step.gpus > 0) await DirLock.stopOrphan(lockDir, lockOpts);
-    try {
-      // Free in this worker and unclaimed by any other process on the host; a wait names who holds the GPUs.
-      held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal, owner, (why) => {
-        if (why) note(`waiting for ${why}`);
-        waitFor(a, why);
-      });
-    } catch (err) {
-      // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
-      if (!(err instanceof NotEnoughGpusError)) throw err;
-      note(`attempt ${a.input.attempt} not started: ${err.message}`);
-      throw failure(a, 'config', err.message);
-    }
-    mkdirSync(lockDir, { recursive: true });
-    held.lock = await lockWhenFree(lockDir, owner, lockOpts, ctx.cancellationSignal, (msg) => {
-      note(msg);
-      waitFor(a, msg.replace(/^waiting for the lock: /, 'the checkpoint directory\'s lock: '));
-    });
-    waitFor(a, null);
-  } finally {
-    clearInterval(waitBeat);
-  }
-}
-
 /**
  * Pin the checkpoints of other roots the step's first attempt loads (checkpoint.reads); a resumed attempt loads
  * its own. One that retention has deleted is a configuration failure naming it. Returns the release.
@@ -222,14 +176,6 @@ async function pinReads(a: Attempt, resumeFrom: number | null): Promise<() => vo
     throw failure(a, 'config', err.message);
   }
   return () => releases.forEach((release) => release());
-}
-
-/** Record (or end) a wait in the progress, which the heartbeat carries to `status`; sent at once. */
-function waitFor(a: Attempt, reason: string | null): void {
-  const was = a.progress.waiting;
-  if ((was?.reason ?? null) === reason) return;
-  a.progress.waiting = reason === null ? null : { reason, since: was?.since ?? new Date().toISOString(), until: null };
-  a.ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() });
 }
 
 /** Remove the moved-aside partial saves a complete checkpoint has superseded, saying so in the step's log. */
@@ -301,36 +247,4 @@ async function conclude(a: Attempt, end: AttemptEnd, oomKills: OomWatch | null):
     : await refineVerdict(a, classifyExit({ exitCode, signal, stoppedBy, sawSigtermExit, tail, stall: end.stall, oomKills: oomKills?.() ?? undefined }), tail);
   note(`attempt ${input.attempt} failed: ${cls}: ${reason}`);
   throw failure(a, cls, reason);
-}
-
-/** How often a step whose directory is locked by a live holder tries again. */
-const LOCK_RETRY_MS = 2_000;
-
-/**
- * The directory's lock, waiting while a live holder has it: a trainer from another host until its lease runs
- * out (the previous attempt on a dead node), or a worker on this host that is still launching. Failing instead
- * would spend the step's retry budget in seconds while the lease takes minutes. Heartbeats go on meanwhile.
- */
-async function lockWhenFree(dir: string, owner: string, opts: AcquireOptions, signal: AbortSignal, note: (msg: string) => void): Promise<DirLock> {
-  let said = '';
-  for (;;) {
-    try {
-      return await DirLock.acquire(dir, owner, opts);
-    } catch (err) {
-      if (!(err instanceof LockBusyError)) throw err;
-      if (err.message !== said) note(`waiting for the lock: ${err.message}`);
-      said = err.message;
-    }
-    if (signal.aborted) throw signal.reason ?? new Error('aborted');
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(t);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      const t = setTimeout(done, LOCK_RETRY_MS);
-      signal.addEventListener('abort', done, { once: true });
-    });
-    if (signal.aborted) throw signal.reason ?? new Error('aborted');
-  }
 }
