@@ -78,7 +78,8 @@ const cases: { name: string; sets: (id: string) => string[]; runDir?: (i: number
   },
   { name: 'missing package (TransformerEngine, Megatron step)', sets: () => [...megatron, `software.skipChecks=[${noGpu}]`] },
   { name: 'wrong pin (torch >=2.4)', sets: () => ['software.versions.torch=">=2.4"'] },
-  { name: 'full disk (a tmpfs with 256 kB left)', sets: () => [], runDir: fullDisk },
+  // A full disk is a storage fault: the run waits for space instead of ending (cancelled once the line is seen).
+  { name: 'full disk (a tmpfs with 256 kB left)', sets: () => [], runDir: fullDisk, cancel: true },
   { name: 'unreadable input', sets: () => [`cpt.data=${unreadable}`] },
   { name: 'passes (to the preflight summary)', sets: () => [], line: /\] attempt 1 preflight: \d+ passed/, cancel: true },
 ];

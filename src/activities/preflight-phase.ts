@@ -55,7 +55,10 @@ export async function preflightPhase(a: Attempt, keepAliveMs: number): Promise<v
   if (fails.length) {
     const what = `preflight: ${fails.map(rowLine).join('; ')}`;
     note(`attempt ${input.attempt} not started: ${what}`);
-    throw failure(a, 'config', what);
+    // Too little room for a checkpoint is the one failure a person fixes while the step waits (freeing space): it is
+    // a storage fault, waited out with doubling pauses like a disk that fills mid-run, never a config failure that
+    // would end a weeks-long run whose disk filled once. Anything else the node lacks stays lacking: config.
+    throw failure(a, fails.every((r) => r.check === 'disk') ? 'storage' : 'config', what);
   }
   a.progress.preflight = warns.length ? warns.map(rowLine) : null;
   ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() });

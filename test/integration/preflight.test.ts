@@ -4,12 +4,13 @@
  * environment before its trainer starts. A node that cannot run the step fails it in seconds as a `config`
  * failure, with one line per problem, and no retry: NumPy ≥ 2 beside a Megatron checkout that calls np.product
  * (the NumPy 2 stand-in: test/fixtures/numpy2-standin), a missing package (a real virtualenv without torch), a
- * wrong pinned version, a full disk (a filled tmpfs, as storage.test.ts makes one), an unreadable input (a worker
- * without the capabilities that let root read anything). This project's own CPU environment passes, and a
+ * wrong pinned version, an unreadable input (a worker without the capabilities that let root read anything). A full
+ * disk (a filled tmpfs, as storage.test.ts makes one) is named as fast, but as a storage fault: the step waits
+ * until space is freed, then trains. This project's own CPU environment passes, and a
  * warning travels to `status`, the step's result and the report.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,7 +20,8 @@ import type { RunStatus } from '../../src/plan/contracts.js';
 import type { Plan } from '../../src/plan/types.js';
 import { poolTaskQueue } from '../../src/temporal/constants.js';
 import { bareVenv, megatronCheckout, NUMPY2_STANDIN } from '../fixtures/preflight-trees.js';
-import { POOL, ROOT, setupEnv, spawnWorker, startPlan, tmpRunDir, type Env } from './harness.js';
+import { onlyStepOf, POOL, ROOT, setupEnv, spawnWorker, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { statusQuery } from '../../src/workflows/definitions.js';
 
 const exec = promisify(execFile);
 let env: Env;
@@ -109,30 +111,45 @@ describe('the preflight on a real worker', () => {
     expect(lines[0]).toMatch(/^torch: torch 1\.13\.0a0; expected >=2\.4 \(software\.versions\.torch\)$/);
   }, 120_000);
 
-  it('fails a full disk under the checkpoint root', async (ctx) => {
+  it('names a full disk under the checkpoint root at once, then waits (storage) until space is freed, and trains', async (ctx) => {
     const plan = await tinyPlan('full', []);
     const root = join(plan.runDir, 'cpt');
     mkdirSync(root, { recursive: true });
     try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=512k', 'tmpfs', root], { stdio: 'ignore' });
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', root], { stdio: 'ignore' });
     } catch {
       ctx.skip('cannot mount a tmpfs here (needs root): the full-disk case is not checked');
     }
+    const filler = join(root, 'filler');
     try {
-      const fd = openSync(join(root, 'filler'), 'w');
+      const fd = openSync(filler, 'w');
       try {
         for (;;) writeSync(fd, Buffer.alloc(4096, 1));
       } catch {
         /* full */
       }
       closeSync(fd);
-      const lines = expectPreflightFailure(plan, await ends(plan), 'a full disk');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(new RegExp(`^disk: 0 kB free on ${root}; expected ≥ 1 MB: one checkpoint with optimizer state \\(the plan's estimate\\)$`));
+      const t0 = Date.now();
+      const h = await startPlan(env, plan);
+      const line = () => /\] preflight fail: (disk: .*)$/m.exec(existsSync(join(plan.runDir, 'logs', 'cpt.warmup.log')) ? stepLog(plan) : '')?.[1];
+      await waitFor('the preflight to name the full disk', () => line(), 60_000);
+      console.log(`[preflight] a full disk: named ${((Date.now() - t0) / 1000).toFixed(1)} s after the start: ${line()}`);
+      expect(line()).toMatch(new RegExp(`^disk: 0 kB free on ${root}; expected ≥ 1 MB: one checkpoint with optimizer state \\(the plan's estimate\\)$`));
+      const waiting = await waitFor('status: waiting on the disk', async () => {
+        const st = (await h.query(statusQuery)).steps[0]!;
+        return st.waiting ? st : null;
+      });
+      expect(waiting).toMatchObject({ status: 'running', lastFailure: { class: 'storage' } });
+      expect(waiting.waiting!.reason).toMatch(/^preflight: disk: 0 kB free on /);
+      expect(stepLog(plan)).not.toMatch(/attempt \d+ (starting fresh|resuming)/);
+      rmSync(filler);
+      const st = await onlyStepOf(h);
+      expect(st).toMatchObject({ status: 'completed', failures: { storage: expect.any(Number) } });
+      expect(st.failures.config).toBeUndefined();
     } finally {
       execFileSync('umount', ['-l', root], { stdio: 'ignore' });
     }
-  }, 120_000);
+  }, 180_000);
 
   it("fails an input the trainer's user cannot read", async () => {
     const data = join(env.dir, 'cpt-unreadable.jsonl');
