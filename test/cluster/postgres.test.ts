@@ -303,7 +303,9 @@ describe.skipIf(!prereq.manifest)(`Temporal server ${prereq.manifest?.version} o
     const onPool = (pool: string, o: Parameters<typeof fakeStep>[0]) => ({ ...fakeStep(o), pool });
     const plan = {
       ...fakePlan(runDir, 'twopools', [
-        onPool('pool-a', { id: 'cpt.warmup', runDir, iters: 100, saveInterval: 5, sleep: 0.1 }),
+        // 30 s: the dead worker's trainer trains on behind its launcher until the takeover (10 s heartbeat timeout)
+        // stops it, so it must still be training then.
+        onPool('pool-a', { id: 'cpt.warmup', runDir, iters: 300, saveInterval: 5, sleep: 0.1 }),
         onPool('pool-b', { id: 'sft.stage1', runDir, iters: 150, saveInterval: 5, sleep: 0.1 }),
       ]),
       pools: Object.fromEntries(['pool-a', 'pool-b'].map((p) => [p, { taskQueue: poolTaskQueue(p), nodes: 1, gpusPerNode: 0, launcher: 'local' as const }])),
