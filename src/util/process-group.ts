@@ -8,23 +8,28 @@ import { readdirSync, readFileSync } from 'node:fs';
 /** How long a signalled group gets to save and exit before SIGKILL. */
 export const DEFAULT_KILL_GRACE_MS = 30_000;
 
-interface ProcStat {
+export interface ProcStat {
   pid: number;
   state: string;
+  ppid: number;
   pgid: number;
   startTicks: number;
 }
 
-function readStat(pid: number): ProcStat | null {
+/** A process's /proc/<pid>/stat fields this project reads (null: gone, or no procfs). */
+export function readStat(pid: number): ProcStat | null {
   try {
     const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
     const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { pid, state: rest[0] ?? '?', pgid: Number(rest[2]), startTicks: Number(rest[19]) };
+    return { pid, state: rest[0] ?? '?', ppid: Number(rest[1]), pgid: Number(rest[2]), startTicks: Number(rest[19]) };
   } catch {
     return null;
   }
 }
+
+/** A process that has not exited: not a zombie (Z) nor dead (X). */
+export const isLive = (st: ProcStat | null): boolean => !!st && st.state !== 'Z' && st.state !== 'X';
 
 /** Start time of a process (clock ticks since boot), to tell a live process from a reused pid. */
 export function processStartTicks(pid: number): number | null {
@@ -34,7 +39,7 @@ export function processStartTicks(pid: number): number | null {
 /** Start time of a process that is alive (not a zombie), or null. */
 export function liveStartTicks(pid: number): number | null {
   const st = readStat(pid);
-  return st && st.state !== 'Z' && st.state !== 'X' ? st.startTicks : null;
+  return isLive(st) ? st!.startTicks : null;
 }
 
 /** Live (non-zombie) members of a process group. */
@@ -54,7 +59,7 @@ export function groupMembers(pgid: number): number[] {
   const members: number[] = [];
   for (const p of pids) {
     const st = readStat(Number(p));
-    if (st && st.pgid === pgid && st.state !== 'Z' && st.state !== 'X') members.push(st.pid);
+    if (st && st.pgid === pgid && isLive(st)) members.push(st.pid);
   }
   return members;
 }

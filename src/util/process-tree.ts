@@ -12,27 +12,12 @@
  * of another user that carries the token is neither stopped nor counted as alive.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { isLive, readStat } from './process-group.js';
 
 /** The environment variable that names a launch. */
 export const LAUNCH_ENV = 'INFIR2_LAUNCH';
 /** torchrun's per-rank variables: a process whose values differ from its parent's is a rank's main process. */
 const RANK_KEYS = ['RANK', 'LOCAL_RANK', 'TORCHELASTIC_RUN_ID'];
-
-interface Stat {
-  ppid: number;
-  live: boolean;
-}
-
-function readStat(pid: number): Stat | null {
-  try {
-    const text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
-    const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-    return { ppid: Number(rest[1]), live: rest[0] !== 'Z' && rest[0] !== 'X' };
-  } catch {
-    return null;
-  }
-}
 
 function environ(pid: number): Buffer | null {
   try {
@@ -73,7 +58,7 @@ export function treeMembers(token: string): number[] {
     if (pid === process.pid) continue;
     const env = environ(pid);
     if (!env || !holds(env, entry)) continue;
-    if (readStat(pid)?.live && mine(pid)) out.push(pid);
+    if (isLive(readStat(pid)) && mine(pid)) out.push(pid);
   }
   return out;
 }

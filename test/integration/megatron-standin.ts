@@ -5,7 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PlanStep, StallSpec } from '../../src/plan/types.js';
-import { POOL, processesMentioning, ROOT } from './harness.js';
+import { expect } from 'vitest';
+import { journal, POOL, processesMentioning, recomputed, ROOT } from './harness.js';
 
 export const STANDIN = join(ROOT, 'test', 'fixtures', 'megatron_standin.py');
 /** PyPI's torch >= 2.4 (scripts/setup.sh --test): ranks in sessions of their own. */
@@ -131,4 +132,29 @@ export function torchrunPid(runDir: string): number | undefined {
       return false;
     }
   });
+}
+
+/**
+ * After a worker SIGKILL and the next attempt's takeover: the old ranks are gone, and they saved where they stood
+ * before it loaded (their output went with the worker, so the journal, a file, says how far they got); two
+ * trainers never wrote together and nothing was recomputed. Returns the stop table's figures: iterations lost,
+ * seconds from the takeover's first note to the lock taken (the old tree gone).
+ */
+export function expectTakeoverSaved(runDir: string, oldRanks: number[]): { lost: number; stopSec: number } {
+  const log = logText(runDir);
+  expect(log).toMatch(/terminating a trainer of an earlier attempt \(.* attempt 1, launch [0-9a-z]+\)/);
+  for (const pid of oldRanks) expect(existsSync(`/proc/${pid}`)).toBe(false);
+  const [, second] = attemptsOf(runDir);
+  const entries = journal(runDir, 'cpt.stable');
+  const oldPid = entries[0]!.pid;
+  const oldLast = Math.max(...entries.filter((e) => e.pid === oldPid).map((e) => e.iteration));
+  const from = Number(/resuming from iteration (\d+)/.exec(second!.note)![1]);
+  expect(from).toBe(oldLast);
+  expect(from).toBeGreaterThan(14);
+  const pids = entries.map((e) => e.pid);
+  const switchAt = pids.findIndex((x) => x !== pids[0]);
+  expect(pids.slice(switchAt).includes(pids[0]!)).toBe(false);
+  expect(recomputed(runDir, 'cpt.stable')).toEqual([]);
+  const at = (re: RegExp) => Date.parse(/^\[infir2 (\S+)\] /.exec(log.split('\n').find((l) => re.test(l))!)![1]!);
+  return { lost: oldLast - from, stopSec: (at(/taking over a stale lock/) - at(/terminating a trainer of an earlier attempt/)) / 1000 };
 }

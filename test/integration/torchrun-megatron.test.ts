@@ -15,7 +15,7 @@ import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus, StepState } from '../../src/plan/contracts.js';
 import { fakePlan, freePort, journal, processesMentioning, recomputed, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
-import { attemptsOf, lastIteration, logText, NEW_TORCHRUN, newestCheckpoint, newTorchInstalled, rankMains, standinStep, torchrunPid } from './megatron-standin.js';
+import { attemptsOf, expectTakeoverSaved, lastIteration, logText, NEW_TORCHRUN, newestCheckpoint, newTorchInstalled, rankMains, standinStep, torchrunPid } from './megatron-standin.js';
 
 let env: Env;
 
@@ -122,25 +122,8 @@ describe('the Megatron stand-in under torchrun >= 2.4', () => {
     await env.startWorker();
     const st = await stepOf(h);
     expect(st.failures).toEqual({ preempted: 1 });
-    const log = logText(runDir);
-    expect(log).toMatch(/terminating a trainer of an earlier attempt \(.* attempt 1, launch [0-9a-z]+\)/);
-    for (const pid of oldRanks) expect(existsSync(`/proc/${pid}`)).toBe(false);
-    const [, second] = attemptsOf(runDir);
-    // Their output went with the worker; the journal (a file) says how far they got: the new attempt started from
-    // the save they made when it stopped them, past anything the first attempt printed, and nothing was lost.
-    const oldPid = journal(runDir, 'cpt.stable')[0]!.pid;
-    const oldLast = Math.max(...journal(runDir, 'cpt.stable').filter((e) => e.pid === oldPid).map((e) => e.iteration));
-    const from = Number(/resuming from iteration (\d+)/.exec(second!.note)![1]);
-    expect(from).toBe(oldLast);
-    expect(from).toBeGreaterThan(14);
-    // Two trainers never wrote together: once the new attempt's pid appears, the old one never does again.
-    const pids = journal(runDir, 'cpt.stable').map((e) => e.pid);
-    const switchAt = pids.findIndex((x) => x !== pids[0]);
-    expect(pids.slice(switchAt).includes(pids[0]!)).toBe(false);
-    expect(recomputed(runDir, 'cpt.stable')).toEqual([]);
-    // The takeover's stop: from its first note to the lock taken (the old tree gone).
-    const at = (re: RegExp) => Date.parse(/^\[infir2 (\S+)\] /.exec(logText(runDir).split('\n').find((l) => re.test(l))!)![1]!);
-    row('worker SIGKILL (next attempt stops the old ranks)', oldLast - from, (at(/taking over a stale lock/) - at(/terminating a trainer of an earlier attempt/)) / 1000, 0);
+    const takeover = expectTakeoverSaved(runDir, oldRanks);
+    row('worker SIGKILL (next attempt stops the old ranks)', takeover.lost, takeover.stopSec, 0);
     await nothingLeft(runDir);
   }, 400_000);
 
