@@ -16,7 +16,7 @@ import { makeDirs, dirProblem, undoMakeDirs } from '../util/dir-probe.js';
 import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
-import { mdTable } from '../workflows/status-table.js';
+import { mdTable } from '../views/status-table.js';
 
 export const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
 export const OPTIONS = {

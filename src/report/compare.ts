@@ -10,7 +10,7 @@
  * Pure: RunData in, rows and charts out.
  */
 import { diffValues, describeChanges } from '../util/json-diff.js';
-import { headlineScore } from '../workflows/step-figures.js';
+import { headlineScore } from '../views/step-figures.js';
 import { type ChartSpec, lineChart } from './line-chart.js';
 import type { RunData, StepReport } from './run-data.js';
 import type { Point } from './step-series.js';

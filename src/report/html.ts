@@ -3,7 +3,7 @@
  * with the run's stage table, charts, evaluation table, failures and parameters. Pure: data in, a string out.
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
-import { formatScore } from '../workflows/step-figures.js';
+import { formatScore } from '../views/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';

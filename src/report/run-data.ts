@@ -11,7 +11,7 @@ import type { RunStatus, StepResult } from '../plan/contracts.js';
 import { PARITY_FILE, type ParitySpec } from '../plan/parity.js';
 import type { Plan, PlanStep } from '../plan/types.js';
 import { StepLogReader } from '../rundir/step-log.js';
-import { headlineScore, type HeadlineScore } from '../workflows/step-figures.js';
+import { headlineScore, type HeadlineScore } from '../views/step-figures.js';
 import { stepSeries, type StepSeries } from './step-series.js';
 
 export type StepReportStatus = 'completed' | 'kept' | 'failed' | 'running' | 'cancelled' | 'pending' | 'skipped' | 'stopped';

@@ -29,8 +29,8 @@ import { stageRun } from './stage-run.js';
 import { tell } from './notify.js';
 import { writeReportOf } from './run-report.js';
 import { runEnded, type RunRef } from './notify-events.js';
-import { statusMarkdown } from './status-table.js';
-import { evaluating } from './step-figures.js';
+import { statusMarkdown } from '../views/status-table.js';
+import { evaluating } from '../views/step-figures.js';
 
 export interface RecipeRunOptions {
   /**

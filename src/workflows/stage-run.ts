@@ -27,7 +27,7 @@ import { evaluator } from './checkpoint-eval.js';
 import { tell } from './notify.js';
 import { stepFailed, type RunRef } from './notify-events.js';
 import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
-import { scoreLines, stepTable, timeTable } from './status-table.js';
+import { scoreLines, stepTable, timeTable } from '../views/status-table.js';
 
 export interface StageRunInput {
   recipe: string;
