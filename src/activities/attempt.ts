@@ -21,6 +21,12 @@ export interface RunStepInput {
   attempt: number;
   /** The highest iteration an earlier attempt reached: training up to it again is recomputed work (absent: none). */
   redoUntil?: number | null;
+  /**
+   * Whom to tell of the checkpoints saved (checkpoint-signals.ts): the step's evaluator and `evalEvery`, or null
+   * (nobody: no evaluation while training). Absent in attempts scheduled by stageRuns recorded before bounded
+   * history, which expect a progress signal per checkpoint.
+   */
+  evalSignal?: { workflowId: string; every: number } | null;
 }
 
 export interface Attempt {

@@ -1,13 +1,14 @@
 /**
  * The supervise phase: from launch to exit, the trainer's output is teed to the step's log and parsed into
- * progress; progress heartbeats, a keep-alive heartbeat, a progress signal per checkpoint; the watchdog stops
+ * progress; progress heartbeats, a keep-alive heartbeat, the checkpoints a workflow evaluates batched to it
+ * (checkpoint-signals.ts); the watchdog stops
  * the process group on a stall, the attempt deadline, a cancellation or a worker shutdown, or when a directory
  * the attempt depends on vanishes or is replaced (dir-watch.ts). It reports how the
  * attempt ended; deciding what that means is the next phase's (run-step.ts `conclude`).
  */
-import { PROGRESS_SIGNAL } from '../plan/contracts.js';
 import { terminateGroup } from '../util/process-group.js';
 import type { Attempt } from './attempt.js';
+import { checkpointSignals } from './checkpoint-signals.js';
 import { DIR_WATCH_MS, DirWatch } from './dir-watch.js';
 import type { DirLock } from './lock.js';
 import { LineSplitter } from './line-splitter.js';
@@ -62,20 +63,8 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     ctx.heartbeat({ ...progress });
     lastBeat = Date.now();
   };
-  const signalWorkflow = () => {
-    const wfId = ctx.info.workflowExecution?.workflowId;
-    if (!wfId) return;
-    // Best effort: progress signals are for people watching; losing one changes nothing. This runs in an output
-    // handler, where a throw (no client: a MockActivityEnvironment) would take the whole worker down.
-    try {
-      ctx.client.workflow
-        .getHandle(wfId)
-        .signal(PROGRESS_SIGNAL, { ...progress })
-        .catch(() => undefined);
-    } catch {
-      /* no client to signal with */
-    }
-  };
+  // Only the checkpoints a workflow must act on (evaluation while training), batched: never a signal per save.
+  const signals = checkpointSignals(a.input, ctx);
   const stop = (why: StopReason) => {
     if (stopping) return;
     end.stoppedBy = why;
@@ -97,7 +86,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
     if (progress.time) observeTime(progress.time, ev, now, redoUntil);
     const limitChanged = showLimit();
     if (checkpointSaved) {
-      signalWorkflow();
+      signals.saved(progress);
       // Retention runs between saves: the one just reported is complete, the next has not begun.
       pruner?.request();
     }
@@ -177,6 +166,7 @@ export async function supervise(a: Attempt, trainer: Trainer, pgid: number, lock
   if (stopping) await stopping;
   await terminateGroup(pgid, 2_000);
   await pruner?.idle();
+  await signals.flush();
   end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   end.signal = result.signal ?? null;
   return end;
