@@ -156,7 +156,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     }).then(
       (result) => {
         results[step.id] = result;
-        Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt, ...(result.evals ? { evals: result.evals } : {}) });
+        // The step's result says how many attempts it took: the run hears of a later attempt's start only with its end.
+        Object.assign(st, { status: 'completed', result, attempts: Math.max(st.attempts, result.attempts), endedAt: result.finishedAt, ...(result.evals ? { evals: result.evals } : {}) });
         // The step's last update may come after its result (and is then ignored): its final attempt's time is here.
         if (result.time) st.time = withAttempt(st.time ?? { gpus: step.gpus, attempts: [] }, result.time);
       },
