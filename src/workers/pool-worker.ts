@@ -62,6 +62,21 @@ function quietRuntime(log: (m: string) => void): void {
   Runtime.install({ logger });
 }
 
+/**
+ * How the orchestrator queue's worker runs workflow code. `isolateExecutionTimeout`: the SDK stops a workflow
+ * activation that runs longer than this (default 5 s) by terminating its V8 context, and on Node 20 that
+ * termination, landing inside a workflow's AsyncLocalStorage scope (every cancellation scope is one), leaves
+ * Node's async-hook stack corrupted: the whole process aborts with `async hook stack has become corrupted`
+ * (issue 33: a stage replaying 15,000 progress signals under load took the worker, and with it every run it
+ * served and every trainer it supervised, down; a fresh worker died the same way on the same workflow). Our
+ * workflows run no user code, so an activation that runs long is a slow one, not a deadlock: it is let finish,
+ * and at worst that workflow's task times out and is retried while the others wait their turn.
+ */
+export const WORKFLOW_WORKER_TUNING = {
+  // The largest the SDK takes (it uses the same in its debug mode).
+  isolateExecutionTimeout: '4294967295ms',
+} as const;
+
 /** Why the worker stopped by itself (null: it was asked to, by a signal). */
 export type WorkerEnd = { replacedServer: string } | null;
 
@@ -92,6 +107,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         // A workflow task waits this long on a dead worker's sticky queue before any worker may take it
         // (default 10 s): it adds straight to the recovery time after a worker dies.
         stickyQueueScheduleToStartTimeout: '1s',
+        ...WORKFLOW_WORKER_TUNING,
       }),
     );
   }
