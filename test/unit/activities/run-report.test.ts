@@ -1,0 +1,62 @@
+/**
+ * The end-of-run report is rendered in child processes, at most REPORT_PROCESSES at once, off the worker's event
+ * loop: the recorded 7B-style run (test/fixtures/report-7b) written by the activity, several reports asked for at
+ * once, and a run directory the renderer cannot read failing with the renderer's own words.
+ */
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPORT_PROCESSES, writeRunReport } from '../../../src/activities/run-report.js';
+import { compilePlan } from '../../../src/plan/compile.js';
+import { loadRecipe } from '../../../src/recipe/load.js';
+import { processesMentioning } from '../../integration/harness.js';
+
+const FIXTURE = join(import.meta.dirname, '../../fixtures/report-7b');
+const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
+let dir: string;
+const runDirs: string[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'infir2-run-report-'));
+  for (let i = 0; i < 3; i++) {
+    const { recipe } = await loadRecipe('infir2-7b', { sets: [...SETS, `runDir=${join(dir, `r${i}`)}`] });
+    const plan = compilePlan(recipe, { runId: `r${i}`, projectRoot: process.cwd() });
+    cpSync(FIXTURE, plan.runDir, { recursive: true });
+    writeFileSync(join(plan.runDir, 'plan.json'), JSON.stringify(plan));
+    writeFileSync(join(plan.runDir, 'recipe.json'), JSON.stringify(recipe));
+    runDirs.push(plan.runDir);
+  }
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const status = (runDir: string, runId: string) => ({ recipe: 'infir2-7b', runId, runDir, status: 'completed' as const, message: null, steps: [] });
+
+describe('writeRunReport', () => {
+  it('writes the report in child processes, a few at a time, while this event loop stays free', async () => {
+    let ticks = 0;
+    let most = 0;
+    const timer = setInterval(() => {
+      ticks += 1;
+      most = Math.max(most, processesMentioning('report-process').length);
+    }, 20);
+    const t0 = performance.now();
+    const written = await Promise.all(runDirs.map((d, i) => writeRunReport({ runDir: d, status: status(d, `r${i}`) })));
+    const ms = performance.now() - t0;
+    clearInterval(timer);
+    for (const [i, w] of written.entries()) {
+      expect(w.page).toBe(join(runDirs[i]!, 'report', 'index.html'));
+      expect(readFileSync(w.page, 'utf8')).toContain('<html');
+      expect(w.charts).toBeGreaterThan(0);
+    }
+    // The timer ran throughout (rendering here would have blocked it for the whole of it).
+    expect(ticks).toBeGreaterThan((ms / 20) * 0.5);
+    expect(most).toBeGreaterThan(0);
+    expect(most).toBeLessThanOrEqual(REPORT_PROCESSES);
+  }, 120_000);
+
+  it('a run directory the renderer cannot read fails with its words', async () => {
+    const gone = join(dir, 'no-such-run');
+    await expect(writeRunReport({ runDir: gone, status: status(gone, 'x') })).rejects.toThrow(/the report renderer exited 1: .+/);
+  }, 60_000);
+});
