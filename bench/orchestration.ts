@@ -1,5 +1,5 @@
 /**
- * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts`). Prints figures; asserts
+ * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts [handoff|overhead|recovery|hang|stall]...`). Prints figures; asserts
  * nothing, because timings on a busy 2-core machine are for reading, not for failing a build.
  *
  *  1. stage hand-off gap: exit of one process → start of the next, median over a 10-step plan of instant steps
@@ -136,14 +136,14 @@ async function defaultStallLimits(env: Env): Promise<void> {
   }
 }
 
+// `npx tsx bench/orchestration.ts [part ...]`: only the parts named (all of them by default).
+const PARTS = { handoff: handoffGap, overhead, recovery, hang: hangDetection, stall: defaultStallLimits };
+const chosen = process.argv.slice(2);
+for (const c of chosen) if (!(c in PARTS)) throw new Error(`unknown part ${c}: ${Object.keys(PARTS).join(', ')}`);
 const env = await setupEnv('bench');
 try {
   await env.startWorker();
-  await handoffGap(env);
-  await overhead(env);
-  await recovery(env);
-  await hangDetection(env);
-  await defaultStallLimits(env);
+  for (const [name, part] of Object.entries(PARTS)) if (!chosen.length || chosen.includes(name)) await part(env);
 } finally {
   await env.teardown();
 }
