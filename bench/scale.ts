@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import type { PlanStep } from '../src/plan/types.js';
-import { evalWorkflowId, poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
+import { poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
 import { resolveRun, runStatus } from '../src/temporal/runs.js';
 import { fakePlan, fakeStep, journal, POOL, ROOT, setupEnv, sleep, startPlan, tmpRunDir, type Env } from '../test/integration/harness.js';
 
@@ -156,13 +156,28 @@ async function concurrentRuns(n: number): Promise<void> {
     const failures = settled.filter((r) => r.status === 'rejected').length;
     const intervals: [number, number][] = [];
     const gaps: number[] = [];
+    // The gap in three: the trainer's end to the supervisor's `ended` line (its last save, exit, clean-up),
+    // that line to the next attempt's `starting` line (the workflows and the next activity's phases), and that
+    // line to the next trainer's first iteration (its interpreter's start).
+    const parts = { exit: [] as number[], orchestration: [] as number[], startup: [] as number[] };
+    const stamp = (runDir: string, id: string, what: RegExp) => {
+      const m = new RegExp(`^\\[infir2 (\\S+)\\] attempt 1 ${what.source}`, 'm').exec(readFileSync(join(runDir, 'logs', `${id}.log`), 'utf8'));
+      return m ? Date.parse(m[1]!) / 1000 : NaN;
+    };
     for (const p of plans) {
       const spans = p.steps.map((s) => {
         const j = journal(p.runDir, s.id);
         return [j[0]!.t - sleepSec, j.at(-1)!.t] as [number, number];
       });
       intervals.push(...spans);
-      for (let k = 1; k < spans.length; k++) gaps.push(spans[k]![0] - spans[k - 1]![1]);
+      for (let k = 1; k < spans.length; k++) {
+        gaps.push(spans[k]![0] - spans[k - 1]![1]);
+        const ended = stamp(p.runDir, p.steps[k - 1]!.id, /ended/);
+        const starting = stamp(p.runDir, p.steps[k]!.id, /starting/);
+        parts.exit.push(ended - spans[k - 1]![1]);
+        parts.orchestration.push(starting - ended);
+        parts.startup.push(spans[k]![0] - starting);
+      }
     }
     const steps = n * stepsPerRun;
     const cliEnv = { ...process.env, TEMPORAL_ADDRESS: env.server.address };
@@ -174,6 +189,7 @@ async function concurrentRuns(n: number): Promise<void> {
     console.log(`N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
     console.log(`  most trainers at once: ${mostAtOnce(intervals)}`);
     console.log(`  hand-off gap (last iteration → next step's first iteration, less one iteration): p50 ${pct(gaps, 50).toFixed(2)} s, p95 ${pct(gaps, 95).toFixed(2)} s`);
+    for (const [what, xs] of Object.entries(parts)) console.log(`    ${what}: p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`);
     console.log(`  status (resolve + read, in process; ${statusTimes.length} reads): p50 ${pct(statusTimes, 50).toFixed(3)} s, p95 ${pct(statusTimes, 95).toFixed(3)} s; the CLI after the runs (a fresh node each time): ${cli.map((x) => x.toFixed(2)).join(', ')} s`);
     console.log(`  peak RSS: worker ${mb(peakWorker)}, server ${mb(peakServer)}`);
     const per = (a: number, b: number) => ((b - a) / steps).toFixed(3);

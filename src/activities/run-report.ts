@@ -9,6 +9,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { RunStatus } from '../plan/contracts.js';
@@ -27,6 +28,8 @@ export interface RunReportResult {
 
 /** Reports rendered at once by one worker; the others wait their turn (the run's end waits up to 2 minutes). */
 export const REPORT_PROCESSES = 2;
+/** The renderer's niceness (0 normal, 19 lowest). */
+const REPORT_NICENESS = 10;
 
 /** The renderer: compiled (dist/) it runs as it is; from source (tests, tsx), through tsx. */
 function renderer(): string[] {
@@ -52,6 +55,12 @@ async function turn<T>(fn: () => Promise<T>): Promise<T> {
 function render(input: RunReportInput): Promise<RunReportResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, renderer(), { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Behind the trainers and the hand-offs: a report is read once, a run waits on neither.
+    try {
+      if (child.pid) setPriority(child.pid, REPORT_NICENESS);
+    } catch {
+      /* not allowed here: it renders at the worker's priority */
+    }
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));

@@ -83,8 +83,10 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   const bounded = patched('bounded-history');
 
   let shownStages: string | null = null;
-  const refresh = () => {
+  /** `stages`: also write the Stage search attribute (bounded, only where the walk settles, and when it changed). */
+  const refresh = (stages = true) => {
     setCurrentDetails(statusMarkdown(status));
+    if (bounded && !stages) return;
     const running = status.steps.filter((s) => s.status === 'running').map((s) => s.id);
     if (bounded && running.join(',') === shownStages) return;
     shownStages = running.join(',');
@@ -179,7 +181,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
       step.id,
       p.finally(() => {
         running.delete(step.id);
-        refresh();
+        // The walk goes on at once and writes Stage once it has launched what follows.
+        refresh(false);
       }),
     );
   };
