@@ -9,6 +9,9 @@
  *       worker with `--slots N`: most trainers at once, hand-off gap p50/p95, `status` p50/p95, worker and
  *       server peak RSS, CPU seconds per step (worker, server, trainers)
  *
+ * With `--cluster` (after the part), on the PostgreSQL cluster tier instead (test/cluster/harness.ts: the Temporal
+ * server release docker-compose.yml pins, on PostgreSQL; needs `make setup-cluster`).
+ *
  * The machine is shared: the load average is printed beside each figure.
  */
 import { execFileSync } from 'node:child_process';
@@ -18,7 +21,32 @@ import { loadavg } from 'node:os';
 import type { PlanStep } from '../src/plan/types.js';
 import { poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
 import { resolveRun, runStatus } from '../src/temporal/runs.js';
-import { fakePlan, fakeStep, journal, POOL, ROOT, setupEnv, sleep, startPlan, tmpRunDir, type Env } from '../test/integration/harness.js';
+import type { ChildProcess } from 'node:child_process';
+import type { Client } from '@temporalio/client';
+import { clusterManifest, setupCluster } from '../test/cluster/harness.js';
+import { fakePlan, fakeStep, journal, POOL, ROOT, setupEnv, sleep, startPlan, tmpRunDir } from '../test/integration/harness.js';
+
+/** The control plane a bench runs on: the embedded dev server, or the cluster tier. */
+interface Tier {
+  name: string;
+  dir: string;
+  client: Client;
+  address: string;
+  serverPid: number;
+  startWorker(extra: string[]): Promise<ChildProcess>;
+  teardown(): Promise<void>;
+}
+
+async function tier(name: string, cluster: boolean): Promise<Tier> {
+  if (!cluster) {
+    const env = await setupEnv(name);
+    return { name: 'embedded dev server (SQLite)', dir: env.dir, client: env.client, address: env.server.address, serverPid: env.server.pid, startWorker: (extra) => env.startWorker(extra), teardown: () => env.teardown() };
+  }
+  const { manifest, missing } = clusterManifest();
+  if (!manifest) throw new Error(`no cluster tier here: ${missing}`);
+  const env = await setupCluster(name, manifest);
+  return { name: `cluster tier (Temporal ${manifest.version} on PostgreSQL ${manifest.pgVersion})`, dir: env.dir, client: env.client, address: env.address, serverPid: env.server.pid, startWorker: (extra) => env.startWorker(extra), teardown: () => env.teardown() };
+}
 
 const pct = (xs: number[], p: number) => {
   if (!xs.length) return NaN;
@@ -45,7 +73,7 @@ function cpuSec(pid: number): { self: number; children: number } {
 }
 
 /** Every execution of the workflows under `prefix`: events and bytes, and how many continued as new. */
-async function histories(env: Env, prefix: string): Promise<{ id: string; events: number; bytes: number; continued: number }[]> {
+async function histories(env: Tier, prefix: string): Promise<{ id: string; events: number; bytes: number; continued: number }[]> {
   const byId = new Map<string, { id: string; events: number; bytes: number; continued: number }>();
   for await (const wf of env.client.workflow.list({ query: `WorkflowId STARTS_WITH '${prefix}'` })) {
     const d = await env.client.workflow.getHandle(wf.workflowId, wf.runId).describe();
@@ -58,8 +86,8 @@ async function histories(env: Env, prefix: string): Promise<{ id: string; events
   return [...byId.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
 
-async function longAttempt(checkpoints: number, evalEvery: number): Promise<void> {
-  const env = await setupEnv('scale-long');
+async function longAttempt(checkpoints: number, evalEvery: number, cluster: boolean): Promise<void> {
+  const env = await tier('scale-long', cluster);
   try {
     const worker = await env.startWorker(['--slots', '4']);
     const runDir = tmpRunDir(env, 'long');
@@ -98,7 +126,7 @@ async function longAttempt(checkpoints: number, evalEvery: number): Promise<void
       }
     }
     const wall = (Date.now() - t0) / 1000;
-    console.log(`one attempt, ${checkpoints} checkpoints (a 2 ms iteration each, keep.last 2${evalEvery ? `, evaluated every ${evalEvery}` : ''}): ${failed ? `FAILED ${failed}` : 'completed'} in ${wall.toFixed(0)} s; worker peak RSS ${mb(peak)} (load ${load()})`);
+    console.log(`[${env.name}] one attempt, ${checkpoints} checkpoints (a 2 ms iteration each, keep.last 2${evalEvery ? `, evaluated every ${evalEvery}` : ''}): ${failed ? `FAILED ${failed}` : 'completed'} in ${wall.toFixed(0)} s; worker peak RSS ${mb(peak)} (load ${load()})`);
     console.log(`  worker RSS over time: ${rss.join(', ')}`);
     for (const w of await histories(env, 'fake-long')) {
       console.log(`  ${w.id}: ${w.events} events, ${(w.bytes / 1024).toFixed(0)} KiB${w.continued ? `, continued as new ${w.continued} times` : ''}`);
@@ -117,8 +145,8 @@ function mostAtOnce(intervals: [number, number][]): number {
   return most;
 }
 
-async function concurrentRuns(n: number): Promise<void> {
-  const env = await setupEnv(`scale-${n}`);
+async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
+  const env = await tier(`scale-${n}`, cluster);
   try {
     const worker = await env.startWorker(['--slots', String(n)]);
     const iters = 100;
@@ -128,7 +156,7 @@ async function concurrentRuns(n: number): Promise<void> {
       const runDir = tmpRunDir(env, `r${i}`);
       return fakePlan(runDir, `r${i}`, Array.from({ length: stepsPerRun }, (_, k) => fakeStep({ id: `step.${k}`, runDir, iters, sleep: sleepSec, saveInterval: 10, dependsOn: k ? [`step.${k - 1}`] : [] })));
     });
-    const cpu0 = { worker: cpuSec(worker.pid!), server: cpuSec(env.server.pid) };
+    const cpu0 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid) };
     const t0 = Date.now();
     const handles = await Promise.all(plans.map((p) => startPlan(env, p, { heartbeatTimeoutSec: 60 })));
     let finished = 0;
@@ -139,7 +167,7 @@ async function concurrentRuns(n: number): Promise<void> {
     let i = 0;
     while (finished < n) {
       peakWorker = Math.max(peakWorker, rssKb(worker.pid!));
-      peakServer = Math.max(peakServer, rssKb(env.server.pid));
+      peakServer = Math.max(peakServer, rssKb(env.serverPid));
       // `status` of one run after another, as people would: what `infir2 status` does after connecting.
       const s0 = performance.now();
       try {
@@ -152,7 +180,7 @@ async function concurrentRuns(n: number): Promise<void> {
     }
     const settled = await results;
     const wall = (Date.now() - t0) / 1000;
-    const cpu1 = { worker: cpuSec(worker.pid!), server: cpuSec(env.server.pid) };
+    const cpu1 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid) };
     const failures = settled.filter((r) => r.status === 'rejected').length;
     const intervals: [number, number][] = [];
     const gaps: number[] = [];
@@ -180,13 +208,13 @@ async function concurrentRuns(n: number): Promise<void> {
       }
     }
     const steps = n * stepsPerRun;
-    const cliEnv = { ...process.env, TEMPORAL_ADDRESS: env.server.address };
+    const cliEnv = { ...process.env, TEMPORAL_ADDRESS: env.address };
     const cli = Array.from({ length: 3 }, () => {
       const c0 = performance.now();
       execFileSync(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'status', handles[0]!.workflowId, '--json'], { env: cliEnv, stdio: 'ignore' });
       return (performance.now() - c0) / 1000;
     });
-    console.log(`N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
+    console.log(`[${env.name}] N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
     console.log(`  most trainers at once: ${mostAtOnce(intervals)}`);
     console.log(`  hand-off gap (last iteration → next step's first iteration, less one iteration): p50 ${pct(gaps, 50).toFixed(2)} s, p95 ${pct(gaps, 95).toFixed(2)} s`);
     for (const [what, xs] of Object.entries(parts)) console.log(`    ${what}: p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`);
@@ -199,6 +227,7 @@ async function concurrentRuns(n: number): Promise<void> {
   }
 }
 
-const [part = 'all', ...args] = process.argv.slice(2);
-if (part === 'long' || part === 'all') await longAttempt(Number(args[0] ?? 100_000), Number(args[1] ?? 10_000));
-if (part === 'runs' || part === 'all') for (const n of (part === 'runs' && args.length ? args : ['10', '50', '100']).map(Number)) await concurrentRuns(n);
+const cluster = process.argv.includes('--cluster');
+const [part = 'all', ...args] = process.argv.slice(2).filter((a) => a !== '--cluster');
+if (part === 'long' || part === 'all') await longAttempt(Number(args[0] ?? 100_000), Number(args[1] ?? 10_000), cluster);
+if (part === 'runs' || part === 'all') for (const n of (part === 'runs' && args.length ? args : ['10', '50', '100']).map(Number)) await concurrentRuns(n, cluster);
