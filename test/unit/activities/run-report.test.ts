@@ -1,7 +1,7 @@
 /**
  * The end-of-run report is rendered in child processes, at most REPORT_PROCESSES at once, off the worker's event
- * loop: the recorded 7B-style run (test/fixtures/report-7b) written by the activity, several reports asked for at
- * once, and a run directory the renderer cannot read failing with the renderer's own words.
+ * loop, each taking job after job: the recorded 7B-style run (test/fixtures/report-7b) written by the activity,
+ * several reports asked for at once, and a run directory the renderer cannot read failing with its words.
  */
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PROCESSES, writeRunReport } from '../../../src/activities/run-report.js';
 import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
-import { processesMentioning } from '../../integration/harness.js';
+import { processesMentioning, waitFor } from '../../integration/harness.js';
 
 const FIXTURE = join(import.meta.dirname, '../../fixtures/report-7b');
 const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
@@ -36,9 +36,12 @@ describe('writeRunReport', () => {
   it('writes the report in child processes, a few at a time, while this event loop stays free', async () => {
     let ticks = 0;
     let most = 0;
+    const pids = new Set<number>();
     const timer = setInterval(() => {
       ticks += 1;
-      most = Math.max(most, processesMentioning('report-process').length);
+      const now = processesMentioning('report-process');
+      for (const p of now) pids.add(p);
+      most = Math.max(most, now.length);
     }, 20);
     const t0 = performance.now();
     const written = await Promise.all(runDirs.map((d, i) => writeRunReport({ runDir: d, status: status(d, `r${i}`) })));
@@ -53,10 +56,27 @@ describe('writeRunReport', () => {
     expect(ticks).toBeGreaterThan((ms / 20) * 0.5);
     expect(most).toBeGreaterThan(0);
     expect(most).toBeLessThanOrEqual(REPORT_PROCESSES);
+    // Three reports, no more renderers than REPORT_PROCESSES: one took two jobs.
+    expect(pids.size).toBeLessThanOrEqual(REPORT_PROCESSES);
   }, 120_000);
 
   it('a run directory the renderer cannot read fails with its words', async () => {
     const gone = join(dir, 'no-such-run');
-    await expect(writeRunReport({ runDir: gone, status: status(gone, 'x') })).rejects.toThrow(/the report renderer exited 1: .+/);
+    await expect(writeRunReport({ runDir: gone, status: status(gone, 'x') })).rejects.toThrow(/^the report could not be written: .+/);
+    // The renderer lives on for the next one.
+    const again = await writeRunReport({ runDir: runDirs[0]!, status: status(runDirs[0]!, 'r0') });
+    expect(again.page).toBe(join(runDirs[0]!, 'report', 'index.html'));
+  }, 60_000);
+
+  it('a renderer killed mid-report fails that report only; the next starts another', async () => {
+    const job = writeRunReport({ runDir: runDirs[1]!, status: status(runDirs[1]!, 'r1') });
+    const victims = await waitFor('the renderer', () => {
+      const p = processesMentioning('report-process');
+      return p.length ? p : null;
+    });
+    for (const pid of victims) process.kill(pid, 'SIGKILL');
+    await expect(job).rejects.toThrow(/^the report renderer exited SIGKILL/);
+    const next = await writeRunReport({ runDir: runDirs[2]!, status: status(runDirs[2]!, 'r2') });
+    expect(next.page).toBe(join(runDirs[2]!, 'report', 'index.html'));
   }, 60_000);
 });
