@@ -15,7 +15,7 @@
  * The machine is shared: the load average is printed beside each figure.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import type { PlanStep } from '../src/plan/types.js';
@@ -70,6 +70,19 @@ function cpuSec(pid: number): { self: number; children: number } {
   const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   const tick = 100;
   return { self: (Number(f[11]) + Number(f[12])) / tick, children: (Number(f[13]) + Number(f[14])) / tick };
+}
+
+/** CPU seconds of the live processes whose command line mentions `needle` (the report renderers, still idle). */
+function liveCpuSec(needle: string): number {
+  let sum = 0;
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number)) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(needle)) sum += cpuSec(pid).self;
+    } catch {
+      /* gone */
+    }
+  }
+  return sum;
 }
 
 /** Every execution of the workflows under `prefix`: events and bytes, and how many continued as new. */
@@ -181,6 +194,8 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     const settled = await results;
     const wall = (Date.now() - t0) / 1000;
     const cpu1 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid) };
+    // Renderers still alive (idle) are not in the worker's children's time yet.
+    const renderers = liveCpuSec('report-process');
     const failures = settled.filter((r) => r.status === 'rejected').length;
     const intervals: [number, number][] = [];
     const gaps: number[] = [];
@@ -221,7 +236,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     console.log(`  status (resolve + read, in process; ${statusTimes.length} reads): p50 ${pct(statusTimes, 50).toFixed(3)} s, p95 ${pct(statusTimes, 95).toFixed(3)} s; the CLI after the runs (a fresh node each time): ${cli.map((x) => x.toFixed(2)).join(', ')} s`);
     console.log(`  peak RSS: worker ${mb(peakWorker)}, server ${mb(peakServer)}`);
     const per = (a: number, b: number) => ((b - a) / steps).toFixed(3);
-    console.log(`  CPU per step: worker ${per(cpu0.worker.self, cpu1.worker.self)} s, server ${per(cpu0.server.self, cpu1.server.self)} s, trainers ${per(cpu0.worker.children, cpu1.worker.children)} s`);
+    console.log(`  CPU per step: worker ${per(cpu0.worker.self, cpu1.worker.self)} s, server ${per(cpu0.server.self, cpu1.server.self)} s; the worker's children: trainers and exited report renderers ${per(cpu0.worker.children, cpu1.worker.children)} s, live report renderers ${(renderers / steps).toFixed(3)} s`);
   } finally {
     await env.teardown();
   }

@@ -125,6 +125,11 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   const launch = (step: PlanStep) => {
     const st = byId.get(step.id)!;
     st.status = 'running';
+    if (bounded) {
+      // The step does not tell its start (bounded history): its first attempt begins now.
+      st.startedAt ??= new Date().toISOString();
+      st.attempts = Math.max(st.attempts, 1);
+    }
     const pool = plan.pools[step.pool];
     const p = executeChild(stageRun, {
       workflowId: stepWorkflowId(runWfId, step.id),

@@ -122,8 +122,9 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     state.status = 'running';
     state.waiting = null;
     state.startedAt ??= new Date().toISOString();
-    // Bounded, the run hears of the first attempt's start; a later one's start follows the failure it heard of.
-    publish(!bounded || state.attempts === 1);
+    // Bounded, the run hears of no attempt's start: it marks the step running as it starts it, and a later
+    // attempt follows the failure it heard of (two workflow tasks fewer per hand-off, one each side).
+    publish(!bounded);
     const scheduledAt = Date.now();
     try {
       const evalSignal = bounded ? { evalSignal: evalChild ? { workflowId: evalChild.workflowId, every: evalChild.every } : null } : {};
