@@ -6,7 +6,7 @@
  * It is rendered in child processes (report/report-process.ts), at most REPORT_PROCESSES of them, at a low CPU
  * priority: rendering is synchronous CPU work, and on the worker's event loop 100 runs ending together stalled
  * the heartbeats, hand-offs and status queries of every other run for tens of seconds and took the worker past
- * 1 GB (issue 33). A renderer takes job after job and exits once idle for RENDERER_IDLE_MS.
+ * 1 GB (issue 33). A renderer takes job after job, and one is kept warm while steps start on the worker.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -32,8 +32,12 @@ export interface RunReportResult {
 export const REPORT_PROCESSES = 2;
 /** The renderers' niceness (0 normal, 19 lowest): behind the trainers and the hand-offs. */
 const REPORT_NICENESS = 10;
-/** A renderer with no job for this long exits (it holds the chart library's memory). */
-export const RENDERER_IDLE_MS = 30_000;
+/**
+ * A renderer with no job for this long exits (it holds the chart library, ~90 MB). While steps keep starting on
+ * the worker, one stays warm (`warmReportRenderer`): starting one and loading the library took ~1 s, which every
+ * run's end waited for.
+ */
+export const RENDERER_IDLE_MS = 10 * 60_000;
 
 /** The renderer: compiled (dist/) it runs as it is; from source (tests, tsx), through tsx. */
 function rendererArgs(): string[] {
@@ -103,8 +107,26 @@ function release(r: Renderer): void {
   hold(r, false);
   const next = waiting.shift();
   if (next) return next();
+  idleFor(r);
+}
+
+function idleFor(r: Renderer): void {
+  if (r.idle) clearTimeout(r.idle);
   r.idle = setTimeout(() => r.child.stdin!.end(), RENDERER_IDLE_MS);
   r.idle.unref();
+}
+
+/**
+ * A step starts on this worker: its run will want a report, so a renderer waits ready (one is started if none
+ * is there, an idle one's clock starts again).
+ */
+export function warmReportRenderer(): void {
+  const idle = renderers.find((x) => !x.current);
+  if (idle) return idleFor(idle);
+  if (renderers.length) return;
+  const r = startRenderer();
+  hold(r, false);
+  idleFor(r);
 }
 
 /** Gives the job to a free renderer (started if there are fewer than REPORT_PROCESSES), waiting for one if need be. */

@@ -7,10 +7,10 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPORT_PROCESSES, writeRunReport } from '../../../src/activities/run-report.js';
+import { REPORT_PROCESSES, warmReportRenderer, writeRunReport } from '../../../src/activities/run-report.js';
 import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
-import { processesMentioning, waitFor } from '../../integration/harness.js';
+import { processesMentioning, sleep, waitFor } from '../../integration/harness.js';
 
 const FIXTURE = join(import.meta.dirname, '../../fixtures/report-7b');
 const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
@@ -76,7 +76,23 @@ describe('writeRunReport', () => {
     });
     for (const pid of victims) process.kill(pid, 'SIGKILL');
     await expect(job).rejects.toThrow(/^the report renderer exited SIGKILL/);
+    // Every renderer killed is gone before the next report is asked for (a job given to one dying unnoticed fails
+    // too, and the activity's retry takes it again).
+    await waitFor('the killed renderers to be gone', () => processesMentioning('report-process').every((p) => !victims.includes(p)));
+    await sleep(200);
     const next = await writeRunReport({ runDir: runDirs[2]!, status: status(runDirs[2]!, 'r2') });
     expect(next.page).toBe(join(runDirs[2]!, 'report', 'index.html'));
+  }, 60_000);
+
+  it('a warm renderer waits for the next report: one is started when none is there, and is the one used', async () => {
+    const before = new Set(processesMentioning('report-process'));
+    warmReportRenderer();
+    warmReportRenderer();
+    const warm = processesMentioning('report-process');
+    expect(warm.length).toBeGreaterThanOrEqual(1);
+    expect(warm.length).toBeLessThanOrEqual(REPORT_PROCESSES);
+    await writeRunReport({ runDir: runDirs[0]!, status: status(runDirs[0]!, 'r0') });
+    // No renderer was started for the report itself: it went to the one waiting (or one already there).
+    expect(processesMentioning('report-process').filter((p) => !before.has(p) && !warm.includes(p))).toEqual([]);
   }, 60_000);
 });
