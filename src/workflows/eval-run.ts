@@ -23,7 +23,6 @@ import {
 } from '@temporalio/workflow';
 import type { CheckpointScores, EvalState } from '../plan/contracts.js';
 import type { CheckpointEvalSpec } from '../plan/types.js';
-import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import { evalSeries } from '../views/step-figures.js';
 import type { checkpointEval } from './checkpoint-eval.js';
 import { evalCheckpointsSignal, evalCloseSignal, evalStateQuery } from './definitions.js';
@@ -90,7 +89,8 @@ export async function evalRun(input: EvalRunInput): Promise<EvalState> {
     try {
       entry = await executeChild<typeof checkpointEval>('checkpointEval', {
         workflowId: `${input.stageWorkflowId}/eval${iteration}`,
-        taskQueue: ORCHESTRATOR_TASK_QUEUE,
+        // Where this evaluator runs: the orchestrator queue in any deployment.
+        taskQueue: workflowInfo().taskQueue,
         args: [{ recipe: input.recipe, runId: input.runId, runDir: input.runDir, stepId: input.stepId, iteration, spec: input.spec, heartbeatTimeoutSec: input.heartbeatTimeoutSec, retryDelaySec: input.retryDelaySec }],
         parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
         staticSummary: `${input.stepId}: evaluation of checkpoint ${iteration}`,

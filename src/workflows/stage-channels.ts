@@ -20,7 +20,7 @@ import {
   type ParentWorkflowInfo,
 } from '@temporalio/workflow';
 import type { CheckpointScores, EvalState, StepState } from '../plan/contracts.js';
-import { evalWorkflowId, ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
+import { evalWorkflowId } from '../temporal/constants.js';
 import { evalCloseSignal, stepUpdateSignal } from './definitions.js';
 import { newEvalState, type evalRun } from './eval-run.js';
 import type { StageRunInput } from './stage-run.js';
@@ -72,7 +72,8 @@ export async function startEvaluator(input: StageRunInput, done: CheckpointScore
   const workflowId = evalWorkflowId(stageId);
   const handle: ChildWorkflowHandle<typeof evalRun> = await startChild<typeof evalRun>('evalRun', {
     workflowId,
-    taskQueue: ORCHESTRATOR_TASK_QUEUE,
+    // Where the stage runs: the orchestrator queue in any deployment.
+    taskQueue: workflowInfo().taskQueue,
     args: [{ recipe: input.recipe, runId: input.runId, runDir: input.runDir, stepId: input.step.id, stageWorkflowId: stageId, spec, heartbeatTimeoutSec: input.heartbeatTimeoutSec, retryDelaySec: input.retryDelaySec, state: newEvalState(done) }],
     // It holds no process of its own: whatever closes the stage closes it (its evaluations are asked to cancel).
     parentClosePolicy: ParentClosePolicy.TERMINATE,

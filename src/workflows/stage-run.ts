@@ -49,6 +49,8 @@ export interface StageRunInput {
   state?: StepState;
   /** The run's webhooks (plan.notify): told of this step's retries, hangs and spent budgets. */
   notify?: NotifySpec;
+  /** Continue as new between attempts past this many events even if Temporal does not suggest it yet (tests). */
+  maxEvents?: number;
 }
 
 /** Time the supervisor needs after the attempt limit to stop the process and report. */
@@ -196,7 +198,8 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     // Not while a checkpoint is being evaluated: the evaluation is this execution's child. The evaluator lives
     // as long as the training: past a hard mark it finishes what is queued, and the next execution starts another.
     const info = workflowInfo();
-    if (info.continueAsNewSuggested && !evals?.busy() && (!evalChild || info.historyLength > DRAIN_EVALS_AT_EVENTS)) {
+    const grown = info.continueAsNewSuggested || info.historyLength > (input.maxEvents ?? Infinity);
+    if (grown && !evals?.busy() && (!evalChild || info.historyLength > (input.maxEvents ?? DRAIN_EVALS_AT_EVENTS))) {
       if (evalChild) state.evals = await evalChild.close(null);
       await continueAsNew<typeof stageRun>({ ...input, state });
     }
