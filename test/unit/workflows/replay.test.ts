@@ -15,7 +15,7 @@ const files = readdirSync(DIR).filter((f) => f.endsWith('.history.bin'));
 
 describe('histories recorded by earlier code', () => {
   it('are there to replay', () => {
-    expect(files.length).toBeGreaterThanOrEqual(20);
+    expect(files.length).toBeGreaterThanOrEqual(40);
   });
 
   it('replay with the current workflow code', async () => {
