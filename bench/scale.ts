@@ -203,6 +203,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     // that line to the next attempt's `starting` line (the workflows and the next activity's phases), and that
     // line to the next trainer's first iteration (its interpreter's start).
     const parts = { exit: [] as number[], orchestration: [] as number[], startup: [] as number[] };
+    const byHandoff: number[][] = [];
     const stamp = (runDir: string, id: string, what: RegExp) => {
       const m = new RegExp(`^\\[infir2 (\\S+)\\] attempt 1 ${what.source}`, 'm').exec(readFileSync(join(runDir, 'logs', `${id}.log`), 'utf8'));
       return m ? Date.parse(m[1]!) / 1000 : NaN;
@@ -215,6 +216,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
       intervals.push(...spans);
       for (let k = 1; k < spans.length; k++) {
         gaps.push(spans[k]![0] - spans[k - 1]![1]);
+        (byHandoff[k - 1] ??= []).push(spans[k]![0] - spans[k - 1]![1]);
         const ended = stamp(p.runDir, p.steps[k - 1]!.id, /ended/);
         const starting = stamp(p.runDir, p.steps[k]!.id, /starting/);
         parts.exit.push(ended - spans[k - 1]![1]);
@@ -233,6 +235,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     console.log(`  most trainers at once: ${mostAtOnce(intervals)}`);
     console.log(`  hand-off gap (last iteration → next step's first iteration, less one iteration): p50 ${pct(gaps, 50).toFixed(2)} s, p95 ${pct(gaps, 95).toFixed(2)} s`);
     for (const [what, xs] of Object.entries(parts)) console.log(`    ${what}: p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`);
+    console.log(`    by hand-off: ${byHandoff.map((xs, k) => `step ${k} → ${k + 1} p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`).join('; ')}`);
     console.log(`  status (resolve + read, in process; ${statusTimes.length} reads): p50 ${pct(statusTimes, 50).toFixed(3)} s, p95 ${pct(statusTimes, 95).toFixed(3)} s; the CLI after the runs (a fresh node each time): ${cli.map((x) => x.toFixed(2)).join(', ')} s`);
     console.log(`  peak RSS: worker ${mb(peakWorker)}, server ${mb(peakServer)}`);
     const per = (a: number, b: number) => ((b - a) / steps).toFixed(3);
