@@ -2,8 +2,8 @@
  * Evaluation while training on a real worker against a real dev server: a stand-in training step whose
  * checkpoints at multiples of 3 (and its last) are exported and scored by child workflows on the pool while it
  * trains on; the scores are a series in the run's status (read from the step's evaluator while it trains), and the
- * first one is in before training ends. The
- * step after it starts when its training ends, not when the evaluation of its last checkpoint does.
+ * first one is in before training ends. The step after it starts when its training ends, not when the evaluation
+ * of its last checkpoint does.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

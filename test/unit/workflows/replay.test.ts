@@ -1,7 +1,7 @@
 /**
  * Histories recorded by earlier workflow code (test/fixtures/histories, by record.ts there: `fake-*` at a86ed8a,
- * before bounded history; `fake-bounded-*` with it) replay with the current code without nondeterminism: runs started before an upgrade go on after it
- * (patched() keeps every changed decision as it was for them).
+ * before bounded history; `fake-bounded-*` with it) replay with the current code without nondeterminism: runs
+ * started before an upgrade go on after it (patched() keeps every changed decision as it was for them).
  */
 import proto from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
