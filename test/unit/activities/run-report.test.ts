@@ -30,6 +30,17 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** This process's report renderers (other tests' workers on the machine render reports too). */
+function renderers(): number[] {
+  return processesMentioning('report-process').filter((pid) => {
+    try {
+      return Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === process.pid;
+    } catch {
+      return false;
+    }
+  });
+}
+
 const status = (runDir: string, runId: string) => ({ recipe: 'infir2-7b', runId, runDir, status: 'completed' as const, message: null, steps: [] });
 
 describe('writeRunReport', () => {
@@ -39,7 +50,7 @@ describe('writeRunReport', () => {
     const pids = new Set<number>();
     const timer = setInterval(() => {
       ticks += 1;
-      const now = processesMentioning('report-process');
+      const now = renderers();
       for (const p of now) pids.add(p);
       most = Math.max(most, now.length);
     }, 20);
@@ -71,28 +82,28 @@ describe('writeRunReport', () => {
   it('a renderer killed mid-report fails that report only; the next starts another', async () => {
     const job = writeRunReport({ runDir: runDirs[1]!, status: status(runDirs[1]!, 'r1') });
     const victims = await waitFor('the renderer', () => {
-      const p = processesMentioning('report-process');
+      const p = renderers();
       return p.length ? p : null;
     });
     for (const pid of victims) process.kill(pid, 'SIGKILL');
     await expect(job).rejects.toThrow(/^the report renderer exited SIGKILL/);
     // Every renderer killed is gone before the next report is asked for (a job given to one dying unnoticed fails
     // too, and the activity's retry takes it again).
-    await waitFor('the killed renderers to be gone', () => processesMentioning('report-process').every((p) => !victims.includes(p)));
+    await waitFor('the killed renderers to be gone', () => renderers().every((p) => !victims.includes(p)));
     await sleep(200);
     const next = await writeRunReport({ runDir: runDirs[2]!, status: status(runDirs[2]!, 'r2') });
     expect(next.page).toBe(join(runDirs[2]!, 'report', 'index.html'));
   }, 60_000);
 
   it('a warm renderer waits for the next report: one is started when none is there, and is the one used', async () => {
-    const before = new Set(processesMentioning('report-process'));
+    const before = new Set(renderers());
     warmReportRenderer();
     warmReportRenderer();
-    const warm = processesMentioning('report-process');
+    const warm = renderers();
     expect(warm.length).toBeGreaterThanOrEqual(1);
     expect(warm.length).toBeLessThanOrEqual(REPORT_PROCESSES);
     await writeRunReport({ runDir: runDirs[0]!, status: status(runDirs[0]!, 'r0') });
     // No renderer was started for the report itself: it went to the one waiting (or one already there).
-    expect(processesMentioning('report-process').filter((p) => !before.has(p) && !warm.includes(p))).toEqual([]);
+    expect(renderers().filter((p) => !before.has(p) && !warm.includes(p))).toEqual([]);
   }, 60_000);
 });
