@@ -83,8 +83,8 @@ export async function startEvaluator(input: StageRunInput, done: CheckpointScore
     workflowId,
     every: spec.every,
     async close(last) {
-      await handle.signal(evalCloseSignal, { last });
       try {
+        await handle.signal(evalCloseSignal, { last });
         return ((await handle.result()) as EvalState).done;
       } catch (err) {
         if (isCancellation(err) || (err instanceof ChildWorkflowFailure && isCancellation(err.cause))) throw err;
