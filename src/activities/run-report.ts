@@ -123,11 +123,21 @@ function idleFor(r: Renderer): void {
 export function warmReportRenderer(): void {
   const idle = renderers.find((x) => !x.current);
   if (idle) return idleFor(idle);
-  if (renderers.length) return;
-  const r = startRenderer();
-  hold(r, false);
-  idleFor(r);
+  if (renderers.length || warming) return;
+  // Not at once: the step's trainer is starting now, and loading the chart library takes a CPU for ~0.5 s.
+  warming = setTimeout(() => {
+    warming = null;
+    if (renderers.length) return;
+    const r = startRenderer();
+    hold(r, false);
+    idleFor(r);
+  }, WARM_AFTER_MS);
+  warming.unref();
 }
+
+/** How long after a step's start its renderer is started. */
+const WARM_AFTER_MS = 5_000;
+let warming: NodeJS.Timeout | null = null;
 
 /** Gives the job to a free renderer (started if there are fewer than REPORT_PROCESSES), waiting for one if need be. */
 async function render(input: RunReportInput): Promise<RunReportResult> {

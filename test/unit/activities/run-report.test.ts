@@ -96,10 +96,16 @@ describe('writeRunReport', () => {
   }, 60_000);
 
   it('a warm renderer waits for the next report: one is started when none is there, and is the one used', async () => {
-    const before = new Set(renderers());
+    // None left from the tests before: this one starts it.
+    const old = renderers();
+    for (const pid of old) process.kill(pid, 'SIGTERM');
+    await waitFor('no renderer', () => renderers().length === 0);
+    await sleep(200);
+    const before = new Set<number>();
     warmReportRenderer();
     warmReportRenderer();
-    const warm = renderers();
+    // Started a few seconds after the step (its trainer starts meanwhile), or the one already there.
+    const warm = await waitFor('a warm renderer', () => (renderers().length ? renderers() : null), 20_000);
     expect(warm.length).toBeGreaterThanOrEqual(1);
     expect(warm.length).toBeLessThanOrEqual(REPORT_PROCESSES);
     await writeRunReport({ runDir: runDirs[0]!, status: status(runDirs[0]!, 'r0') });
