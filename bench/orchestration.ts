@@ -1,5 +1,5 @@
 /**
- * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts`). Prints figures; asserts
+ * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts [handoff|overhead|recovery|hang|stall]...`). Prints figures; asserts
  * nothing, because timings on a busy 2-core machine are for reading, not for failing a build.
  *
  *  1. stage hand-off gap: exit of one process → start of the next, median over a 10-step plan of instant steps
@@ -63,12 +63,18 @@ async function overhead(env: Env): Promise<void> {
   const shell = (Date.now() - s0) / 1000;
   const t0 = Date.now();
   await (await startPlan(env, fakePlan(runDir, 'overhead', steps))).result();
-  const orchestrated = (Date.now() - t0) / 1000;
+  const t1 = Date.now();
+  const orchestrated = (t1 - t0) / 1000;
   const perStep = (orchestrated - shell) / n;
   console.log(
     `whole-run overhead, ${n} steps × ${iters} iterations: shell ${shell.toFixed(2)} s, infir2 ${orchestrated.toFixed(2)} s, ` +
       `overhead ${(((orchestrated - shell) / shell) * 100).toFixed(1)} % (${perStep.toFixed(2)} s per step)`,
   );
+  // Where it goes: the run's start to the first iteration, the hand-offs, the last iteration to the run's end (the
+  // report included); each less one iteration, which the shell spends too.
+  const spans = steps.map((s) => journal(runDir, s.id)).map((j) => [j[0]!.t - 0.1, j.at(-1)!.t] as const);
+  const gaps = spans.slice(1).map((sp, i) => sp[0] - spans[i]![1]);
+  console.log(`  start → first iteration ${(spans[0]![0] - t0 / 1000).toFixed(2)} s; hand-offs ${gaps.map((g) => g.toFixed(2)).join(', ')} s; last iteration → run completed ${(t1 / 1000 - spans.at(-1)![1]).toFixed(2)} s`);
 }
 
 async function recovery(env: Env): Promise<void> {
@@ -136,14 +142,14 @@ async function defaultStallLimits(env: Env): Promise<void> {
   }
 }
 
+// `npx tsx bench/orchestration.ts [part ...]`: only the parts named (all of them by default).
+const PARTS = { handoff: handoffGap, overhead, recovery, hang: hangDetection, stall: defaultStallLimits };
+const chosen = process.argv.slice(2);
+for (const c of chosen) if (!(c in PARTS)) throw new Error(`unknown part ${c}: ${Object.keys(PARTS).join(', ')}`);
 const env = await setupEnv('bench');
 try {
   await env.startWorker();
-  await handoffGap(env);
-  await overhead(env);
-  await recovery(env);
-  await hangDetection(env);
-  await defaultStallLimits(env);
+  for (const [name, part] of Object.entries(PARTS)) if (!chosen.length || chosen.includes(name)) await part(env);
 } finally {
   await env.teardown();
 }

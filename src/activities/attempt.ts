@@ -24,6 +24,12 @@ export interface RunStepInput {
   redoUntil?: number | null;
   /** The longest checkpoint save an earlier attempt made, seconds: the save allowance starts from it (absent: none). */
   longestSaveSec?: number | null;
+  /**
+   * Whom to tell of the checkpoints saved (checkpoint-signals.ts): the step's evaluator and `evalEvery`, or null
+   * (nobody: no evaluation while training). Absent in attempts scheduled by stageRuns recorded before bounded
+   * history, which expect a progress signal per checkpoint.
+   */
+  evalSignal?: { workflowId: string; every: number } | null;
 }
 
 export interface Attempt {

@@ -1,15 +1,15 @@
 /**
  * The supervise phase: from launch to exit, the trainer's output is teed to the step's log and parsed into
- * progress; progress heartbeats, a keep-alive heartbeat, a progress signal per checkpoint; the watchdog stops
- * the attempt's processes (attempt-tree.ts) on a stall, the attempt deadline, a cancellation or a worker shutdown,
- * or when a directory the attempt depends on vanishes or is replaced (dir-watch.ts): a hang or a vanished
- * directory kills them all at once, anything else lets the ranks save first, for as long as the stall policy
- * allows a save (stop-allowance.ts). It reports how the attempt ended; deciding what that means is the next
- * phase's (run-step.ts `conclude`).
+ * progress; progress heartbeats, a keep-alive heartbeat, the checkpoints a workflow evaluates batched to it
+ * (checkpoint-signals.ts); the watchdog stops the attempt's processes (attempt-tree.ts) on a stall, the attempt
+ * deadline, a cancellation or a worker shutdown, or when a directory the attempt depends on vanishes or is replaced
+ * (dir-watch.ts): a hang or a vanished directory kills them all at once, anything else lets the ranks save first,
+ * for as long as the stall policy allows a save (stop-allowance.ts). It reports how the attempt ended; deciding
+ * what that means is the next phase's (run-step.ts `conclude`).
  */
-import { PROGRESS_SIGNAL } from '../plan/contracts.js';
 import type { Attempt } from './attempt.js';
 import { AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
+import { checkpointSignals } from './checkpoint-signals.js';
 import { DIR_WATCH_MS, DirWatch } from './dir-watch.js';
 import type { DirLock } from './lock.js';
 import { LineSplitter } from '../engine-logs/line-splitter.js';
@@ -65,20 +65,8 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
     ctx.heartbeat({ ...progress });
     lastBeat = Date.now();
   };
-  const signalWorkflow = () => {
-    const wfId = ctx.info.workflowExecution?.workflowId;
-    if (!wfId) return;
-    // Best effort: progress signals are for people watching; losing one changes nothing. This runs in an output
-    // handler, where a throw (no client: a MockActivityEnvironment) would take the whole worker down.
-    try {
-      ctx.client.workflow
-        .getHandle(wfId)
-        .signal(PROGRESS_SIGNAL, { ...progress })
-        .catch(() => undefined);
-    } catch {
-      /* no client to signal with */
-    }
-  };
+  // Only the checkpoints a workflow must act on (evaluation while training), batched: never a signal per save.
+  const signals = checkpointSignals(a.input, ctx);
   const stop = (why: StopReason) => {
     if (stopping) return;
     end.stoppedBy = why;
@@ -111,7 +99,7 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
     }
     const limitChanged = showLimit();
     if (checkpointSaved) {
-      signalWorkflow();
+      signals.saved(progress);
       // Retention runs between saves: the one just reported is complete, the next has not begun.
       pruner?.request();
     }
@@ -203,6 +191,7 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
     await new AttemptStop(tree, 'graceful', stopAllowanceMs(stallSpec, rhythm, opts.killGraceMs), opts.killGraceMs, note).done;
   }
   await pruner?.idle();
+  await signals.flush();
   end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   end.signal = result.signal ?? null;
   return end;

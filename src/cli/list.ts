@@ -28,7 +28,8 @@ export async function run(argv: string[]): Promise<number> {
   const limit = intFlag('limit', values.limit, 50);
   const { client, connection } = await connectClient();
   try {
-    const clauses = [`WorkflowType = 'recipeRun'`];
+    // A run that continued as new is listed once: its open execution (or its last).
+    const clauses = [`WorkflowType = 'recipeRun'`, `ExecutionStatus != 'ContinuedAsNew'`];
     if (values.recipe) clauses.push(`RecipeName = '${values.recipe.replace(/'/g, '')}'`);
     const runs: RunListing[] = [];
     for await (const wf of client.workflow.list({ query: clauses.join(' AND '), pageSize: limit })) {

@@ -3,7 +3,7 @@
  * rendering; the rate behind the ETA is measured from successive observations (RateTracker).
  */
 import type { StepState } from '../plan/contracts.js';
-import { stepFigures } from '../workflows/step-figures.js';
+import { stepFigures } from '../views/step-figures.js';
 import { failureWords, headlineMetrics } from './status-view.js';
 
 const BAR = 24;

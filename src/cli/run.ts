@@ -17,7 +17,7 @@ import { writeFileAtomic } from '../util/atomic-write.js';
 import { ORCHESTRATOR_TASK_QUEUE, PAYLOAD_LIMIT_BYTES, SA, runWorkflowId } from '../temporal/constants.js';
 import { connectClient } from '../temporal/connection.js';
 import type { recipeRun } from '../workflows/recipe-run.js';
-import { mdTable } from '../workflows/status-table.js';
+import { mdTable } from '../views/status-table.js';
 
 export const USAGE = 'infir2 run <recipe> [--detach] [--run-id ID] [--set key=value]...';
 export const OPTIONS = {

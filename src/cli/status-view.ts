@@ -6,7 +6,7 @@
 import type { Progress, RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
 import { TIME_CATEGORIES, withLastHeard } from '../plan/goodput.js';
-import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../workflows/step-figures.js';
+import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../views/step-figures.js';
 
 function iterCell(f: StepFigures): string {
   return f.iteration === null ? '-' : `${f.iteration}/${f.total ?? '?'}`;

@@ -1,7 +1,7 @@
 /** `infir2 status <run> [--json]`: per-step status, iteration/total, loss, last complete checkpoint, attempts. */
 import { parseVerbArgs, positionals, type Options } from './args.js';
 import { renderStatusTable } from './status-view.js';
-import { runTimeFigures, stepTimeFigures } from '../workflows/step-figures.js';
+import { runTimeFigures, stepTimeFigures } from '../views/step-figures.js';
 import type { RunStatus } from '../plan/contracts.js';
 import { parityOfRun } from '../report/parity-of-run.js';
 import { withDiskCheckpoints } from '../rundir/disk-checkpoints.js';

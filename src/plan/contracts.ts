@@ -138,7 +138,38 @@ export interface RunStatus {
 export const STATUS_QUERY = 'status';
 /** The query a stageRun answers with its StepState. */
 export const STEP_STATE_QUERY = 'stepState';
-/** Sent by the runStep activity to its stageRun on each checkpoint (live iteration and loss travel in heartbeats). */
+/**
+ * Sent by the runStep activity to its stageRun on each checkpoint, by attempts that stageRuns recorded before
+ * bounded history scheduled (their input has no `evalSignal`). Live iteration and loss travel in heartbeats.
+ */
 export const PROGRESS_SIGNAL = 'progress';
-/** Sent by a stageRun to its recipeRun when its state changes (attempt start, checkpoint, failure). */
+/** Sent by a stageRun to its recipeRun when its state changes (an attempt starts or fails, training ends). */
 export const STEP_UPDATE_SIGNAL = 'stepUpdate';
+/**
+ * Sent by the runStep activity to its step's evaluator (evalRun): the checkpoints saved since its last word that
+ * `evalEvery` asks to evaluate, a batch per signal, one signal in flight (activities/checkpoint-signals.ts).
+ */
+export const EVAL_CHECKPOINTS_SIGNAL = 'evalCheckpoints';
+/** Sent by a stageRun to its evaluator when training has ended: evaluate its last checkpoint too, then finish. */
+export const EVAL_CLOSE_SIGNAL = 'evalClose';
+/** The query an evalRun answers with its EvalState. */
+export const EVAL_STATE_QUERY = 'evalState';
+
+/** The checkpoints an activity tells the evaluator of. */
+export interface EvalCheckpoints {
+  iterations: number[];
+}
+
+/** Where a step's evaluation while training stands (evalRun's state, carried over its continue-as-new). */
+export interface EvalState {
+  /** Scores so far, in iteration order. */
+  done: CheckpointScores[];
+  /** Checkpoints waiting for their evaluation, oldest first. */
+  queue: number[];
+  /** The one being evaluated, or null. */
+  running: number | null;
+  /** Training has ended: its last checkpoint (null: it saved none) is queued, and the evaluator ends once it is done. */
+  closing: { last: number | null } | null;
+  /** Executions of the evaluator so far (continue-as-new), the current one included. */
+  executions: number;
+}

@@ -11,7 +11,7 @@
  * With warnings where the figures cannot be taken at face value (compare-warnings.ts). Pure: RunData in, rows
  * and charts out.
  */
-import { headlineScore } from '../workflows/step-figures.js';
+import { headlineScore } from '../views/step-figures.js';
 import { compareWarnings, lossOf } from './compare-warnings.js';
 import { Curve } from './curve.js';
 import { type ChartSpec, lineChart } from './line-chart.js';

@@ -5,7 +5,7 @@
  */
 import { visible } from '../util/visible.js';
 import { shownWebhookUrl, WEBHOOK_URL_PATH } from '../plan/types.js';
-import { formatScore } from '../workflows/step-figures.js';
+import { formatScore } from '../views/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
 import type { RunData, StepReport } from './run-data.js';

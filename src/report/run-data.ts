@@ -14,7 +14,7 @@ import type { Plan, PlanStep } from '../plan/types.js';
 import { LineSplitter } from '../engine-logs/line-splitter.js';
 import { StepLogReader } from '../rundir/step-log.js';
 import { readFileSafe } from '../util/safe-fs.js';
-import { headlineScore, type HeadlineScore } from '../workflows/step-figures.js';
+import { headlineScore, type HeadlineScore } from '../views/step-figures.js';
 import { MAX_CURVE_POINTS } from './curve.js';
 import { StepSeriesBuilder, type StepSeries } from './step-series.js';
 

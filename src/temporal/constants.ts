@@ -22,6 +22,10 @@ export function runWorkflowId(recipe: string, runId: string): string {
 export function stepWorkflowId(runWorkflowIdValue: string, stepId: string): string {
   return `${runWorkflowIdValue}/${stepId}`;
 }
+/** A step's evaluator (evaluation while training): `<recipe>-<run>/<step>/evals`. */
+export function evalWorkflowId(stepWorkflowIdValue: string): string {
+  return `${stepWorkflowIdValue}/evals`;
+}
 
 /**
  * Memo keys. A cancelled run writes its final status here: Temporal keeps no result for a cancelled workflow,

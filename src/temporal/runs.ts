@@ -5,16 +5,19 @@
 import { WorkflowFailedError, WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { UsageError } from '../errors.js';
-import type { Progress, RunStatus, StepResult } from '../plan/contracts.js';
+import type { Progress, RunStatus, StepResult, StepState } from '../plan/contracts.js';
 import type { Plan } from '../plan/types.js';
-import { statusQuery } from '../workflows/definitions.js';
-import { MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
+import { evalStateQuery, statusQuery } from '../workflows/definitions.js';
+import { evalWorkflowId, MEMO, ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
 import { codecError, isCodecError } from './codec.js';
 import { decodeRawPayload, decodeRequiredPayload } from './payloads.js';
+import { stuckWorkflow, stuckWords } from './stuck-workflow.js';
 import { noWorkerLine, orchestratorPollers, workerlessStatus } from './workerless-status.js';
 
 /** How long a status query may take before the run is read from the server's records instead, ms. */
 const QUERY_DEADLINE_MS = 8_000;
+/** How long the scores of a step's evaluator may take to come; without them status shows those the run has. */
+const EVAL_QUERY_DEADLINE_MS = 2_000;
 
 export interface RunRef {
   workflowId: string;
@@ -81,10 +84,13 @@ export async function recordedStatus(ref: RunRef, desc: WorkflowExecutionDescrip
     // A query waits for a worker that may never come: ask the server who polls first, and bound the query.
     const pollers = await orchestratorPollers(client, client.options.namespace);
     const fromRecords = async (why: string) => {
-      const { plan, keep } = await startedArgs(ref);
-      return workerlessStatus(client, ref.workflowId, desc.runId, plan, keep, why);
+      const { plan, keep, carried } = await startedArgs(ref);
+      return workerlessStatus(client, ref.workflowId, desc.runId, plan, keep, why, carried);
     };
     if (!pollers.live) return fromRecords(noWorkerLine(pollers));
+    // A run whose workflow task keeps failing answers no query: its records say where it is, and why it stands.
+    const stuck = await stuckWorkflow(client, desc);
+    if (stuck) return fromRecords(stuckWords(stuck));
     try {
       return await client.connection.withDeadline(Date.now() + QUERY_DEADLINE_MS, () => ref.handle.query(statusQuery));
     } catch {
@@ -101,15 +107,18 @@ export async function recordedStatus(ref: RunRef, desc: WorkflowExecutionDescrip
   }
 }
 
-/** The run's start arguments: the Plan and the results it keeps from an earlier execution. */
-export async function startedArgs(ref: RunRef): Promise<{ plan: Plan; keep: Record<string, StepResult> }> {
+/**
+ * The run's start arguments: the Plan, the results it keeps from an earlier run, and (an execution that continued
+ * as new) the steps' states it carried over.
+ */
+export async function startedArgs(ref: RunRef): Promise<{ plan: Plan; keep: Record<string, StepResult>; carried: StepState[] }> {
   const history = await ref.handle.fetchHistory();
   const [planPayload, optsPayload] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!planPayload) throw new Error(`cannot read the plan of ${ref.workflowId} from its history`);
   const client = ref.handle.client;
   const plan = await decodeRequiredPayload<Plan>(client, planPayload);
-  const opts = optsPayload ? await decodeRequiredPayload<{ keep?: Record<string, StepResult> } | null>(client, optsPayload) : null;
-  return { plan, keep: opts?.keep ?? {} };
+  const opts = optsPayload ? await decodeRequiredPayload<{ keep?: Record<string, StepResult>; carry?: { steps?: StepState[] } } | null>(client, optsPayload) : null;
+  return { plan, keep: opts?.keep ?? {}, carried: opts?.carry?.steps ?? [] };
 }
 
 /** The Plan the run was started with: the first argument in its start event. */
@@ -121,24 +130,36 @@ export async function startedPlan(ref: RunRef): Promise<Plan> {
 export async function runStatus(client: Client, ref: RunRef, fresh = true): Promise<RunStatus & { workflowStatus: string }> {
   const desc = fresh ? await ref.handle.describe() : ref.description;
   const status = await recordedStatus(ref, desc);
-  // Live progress: the running steps' latest heartbeat details (the workflow sees checkpoints only).
-  await Promise.all(
-    status.steps
-      .filter((s) => s.status === 'running')
-      .map(async (s) => {
-        try {
-          const child = await client.workflow.getHandle(stepWorkflowId(ref.workflowId, s.id)).describe();
-          const pending = child.raw.pendingActivities?.[0];
-          const p = pending ? await decodeProgress(client, pending.heartbeatDetails) : null;
-          if (p) s.progress = p;
-        } catch {
-          /* the child may be between attempts or already closed */
-        }
-      }),
-  );
+  // Live progress: the running steps' latest heartbeat details (the workflows record transitions only), the scores
+  // of their evaluators, and a step whose workflow task keeps failing.
+  await Promise.all(status.steps.filter((s) => s.status === 'running').map((s) => liveStep(client, stepWorkflowId(ref.workflowId, s.id), s)));
   const wfStatus = desc.status.name;
   if (wfStatus === 'CANCELLED' || wfStatus === 'TERMINATED') status.status = 'cancelled';
   else if (wfStatus === 'FAILED' || wfStatus === 'TIMED_OUT') status.status = 'failed';
   else if (wfStatus === 'COMPLETED') status.status = 'completed';
   return { ...status, workflowStatus: wfStatus };
+}
+
+/** What the run's record of a running step lacks, read from its workflows: progress, evaluations, trouble. */
+async function liveStep(client: Client, stepWfId: string, s: StepState): Promise<void> {
+  const progress = async () => {
+    const child = await client.workflow.getHandle(stepWfId).describe();
+    const pending = child.raw.pendingActivities?.[0];
+    const p = pending ? await decodeProgress(client, pending.heartbeatDetails) : null;
+    if (p) {
+      s.progress = p;
+      s.attempts = Math.max(s.attempts, p.attempt);
+    }
+    const stuck = await stuckWorkflow(client.workflow, child);
+    const since = child.raw.pendingWorkflowTask?.originalScheduledTime?.seconds;
+    if (stuck) s.waiting = { reason: stuckWords(stuck), since: new Date(since ? Number(since) * 1000 : Date.now()).toISOString(), until: null };
+  };
+  const evals = async () => {
+    const handle = client.workflow.getHandle(evalWorkflowId(stepWfId));
+    if ((await handle.describe()).status.name !== 'RUNNING') return;
+    const e = await client.connection.withDeadline(Date.now() + EVAL_QUERY_DEADLINE_MS, () => handle.query(evalStateQuery));
+    if (e.done.length >= (s.evals?.length ?? 0)) s.evals = e.done;
+  };
+  // Each is best effort: the child may be between attempts or closed, a step may have no evaluator.
+  await Promise.all([progress().catch(() => undefined), evals().catch(() => undefined)]);
 }

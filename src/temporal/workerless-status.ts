@@ -3,7 +3,8 @@
  * worker to read. The plan and the kept results are the run's start arguments; each step's child workflow says
  * whether it started, finished (its result), failed (its state rides on the failure) or is running (its pending
  * attempt's last heartbeat: iteration, loss, checkpoint, what it waits for). Before, `status` of such a run failed
- * with `Failed to query Workflow` although all of this was there.
+ * with `Failed to query Workflow` although all of this was there. A step whose workflow task keeps failing says
+ * so (stuck-workflow.ts), rather than that it waits for a worker.
  */
 import { WorkflowFailedError, WorkflowNotFoundError, type WorkflowClient } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
@@ -11,6 +12,7 @@ import { initialStepState, PROGRESS_SIGNAL, type Progress, type RunStatus, type 
 import { FAILURE_CLASSES, type FailureClass, type Plan } from '../plan/types.js';
 import { ORCHESTRATOR_TASK_QUEUE, stepWorkflowId } from './constants.js';
 import { decodeRawPayload, failureMessage } from './payloads.js';
+import { stuckWorkflow, stuckWords } from './stuck-workflow.js';
 
 /** A live worker long-polls about once a minute; a poller not seen for this long is gone. */
 const POLLER_GONE_MS = 90_000;
@@ -78,10 +80,16 @@ async function lastAttempt(client: WorkflowClient, handle: ReturnType<WorkflowCl
   return { progress: null, failure: null, at: null };
 }
 
-/** One step's state from its child workflow of this execution (`parentRunId`). */
-async function stepFromServer(client: WorkflowClient, runWfId: string, parentRunId: string, id: string, kept: StepResult | undefined): Promise<StepState> {
+const FINAL = new Set<StepState['status']>(['completed', 'kept', 'failed', 'cancelled', 'skipped']);
+
+/**
+ * One step's state from its child workflow of this execution (`parentRunId`); a step that ended in an earlier
+ * execution of the run (before it continued as new) as that execution carried it over.
+ */
+async function stepFromServer(client: WorkflowClient, runWfId: string, parentRunId: string, id: string, kept: StepResult | undefined, carried: StepState | undefined): Promise<StepState> {
   const st = initialStepState(id);
   if (kept) return { ...st, status: 'kept', result: kept };
+  if (carried && FINAL.has(carried.status)) return carried;
   const handle = client.getHandle(stepWorkflowId(runWfId, id));
   let desc;
   try {
@@ -96,6 +104,8 @@ async function stepFromServer(client: WorkflowClient, runWfId: string, parentRun
   st.endedAt = desc.closeTime?.toISOString() ?? null;
   switch (desc.status.name) {
     case 'RUNNING': {
+      const stuck = await stuckWorkflow(client, desc);
+      if (stuck) return { ...st, status: 'running', attempts: carried?.attempts ?? 0, waiting: { reason: stuckWords(stuck), since: st.startedAt!, until: null } };
       const pending = desc.raw.pendingActivities?.[0];
       const p = await decodeRawPayload<Progress>(client, pending?.heartbeatDetails?.payloads?.[0]);
       if (p) return { ...st, status: 'running', progress: p, attempts: p.attempt };
@@ -133,7 +143,8 @@ async function stepFromServer(client: WorkflowClient, runWfId: string, parentRun
 }
 
 /** The run's status from the server's records alone, with `message` saying so. */
-export async function workerlessStatus(client: WorkflowClient, workflowId: string, runId: string, plan: Plan, keep: Record<string, StepResult>, message: string): Promise<RunStatus> {
-  const steps = await Promise.all(plan.steps.map((s) => stepFromServer(client, workflowId, runId, s.id, keep[s.id])));
+export async function workerlessStatus(client: WorkflowClient, workflowId: string, runId: string, plan: Plan, keep: Record<string, StepResult>, message: string, carried: StepState[] = []): Promise<RunStatus> {
+  const byId = new Map(carried.map((s) => [s.id, s]));
+  const steps = await Promise.all(plan.steps.map((s) => stepFromServer(client, workflowId, runId, s.id, keep[s.id], byId.get(s.id))));
   return { recipe: plan.recipe, runId: plan.runId, runDir: plan.runDir, status: 'running', message, steps };
 }

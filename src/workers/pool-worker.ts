@@ -47,6 +47,30 @@ export interface PoolWorkerOptions {
   log?: (msg: string) => void;
 }
 
+/**
+ * How the orchestrator queue's worker runs workflow code. `isolateExecutionTimeout`: the SDK stops a workflow
+ * activation that runs longer than this (default 5 s) by terminating its V8 context, and on Node 20 that
+ * termination, landing inside a workflow's AsyncLocalStorage scope (every cancellation scope is one), leaves
+ * Node's async-hook stack corrupted: the whole process aborts with `async hook stack has become corrupted`
+ * (issue 33: a stage replaying 15,000 progress signals under load took the worker, and with it every run it
+ * served and every trainer it supervised, down; a fresh worker died the same way on the same workflow). Our
+ * workflows run no user code, so an activation that runs long is a slow one, not a deadlock: it is let finish,
+ * and at worst that workflow's task times out and is retried while the others wait their turn.
+ */
+export const WORKFLOW_WORKER_TUNING = {
+  // The largest the SDK takes (it uses the same in its debug mode).
+  isolateExecutionTimeout: '4294967295ms',
+  // Workflow tasks are polled 10 at a time by default, 2 of them on the queue where a new workflow's first task
+  // waits: when 100 runs handed over to their next steps together, those first tasks waited up to 1.7 s in line.
+  // Polls are long-lived and cheap; the one workflow thread still runs one activation at a time.
+  maxConcurrentWorkflowTaskExecutions: 60,
+  maxConcurrentWorkflowTaskPolls: 30,
+  nonStickyToStickyPollRatio: 0.5,
+} as const;
+
+/** Activity tasks polled at once (default 10): as many as the slots, up to this many. */
+const MAX_ACTIVITY_POLLS = 30;
+
 /** Why the worker stopped by itself (null: it was asked to, by a signal). */
 export type WorkerEnd = { replacedServer: string } | null;
 
@@ -77,6 +101,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         // A workflow task waits this long on a dead worker's sticky queue before any worker may take it
         // (default 10 s): it adds straight to the recovery time after a worker dies.
         stickyQueueScheduleToStartTimeout: '1s',
+        ...WORKFLOW_WORKER_TUNING,
       }),
     );
   }
@@ -89,6 +114,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
         activities,
         dataConverter,
         maxConcurrentActivityTaskExecutions: slots,
+        maxConcurrentActivityTaskPolls: Math.min(slots, MAX_ACTIVITY_POLLS),
         // Flush heartbeats (progress, liveness) within a second: cancellation arrives on the reply.
         maxHeartbeatThrottleInterval: '1s',
         defaultHeartbeatThrottleInterval: '1s',

@@ -36,7 +36,8 @@ export async function checkpointEval(i: CheckpointEvalInput): Promise<Checkpoint
     if (step.kind === 'convert') step.reads = [{ dir: i.spec.root, iteration: i.iteration }];
     const result = await executeChild<typeof stageRun>('stageRun', {
       workflowId: `${workflowInfo().workflowId}/${step.id.slice(prefix.length)}`,
-      taskQueue: ORCHESTRATOR_TASK_QUEUE,
+      // Its own queue: the orchestrator's in any deployment (a test's worker may serve another).
+      taskQueue: workflowInfo().taskQueue,
       args: [{ recipe: i.recipe, runId: i.runId, runDir: i.runDir, step, taskQueue: i.spec.taskQueue, heartbeatTimeoutSec: i.heartbeatTimeoutSec, retryDelaySec: i.retryDelaySec }],
       parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
       staticSummary: `${step.id}: ${step.summary}`.slice(0, 190),

@@ -47,6 +47,18 @@ function failureProgress(err: unknown): Progress | null {
 }
 
 /**
+ * Where a failed attempt was: the progress its failure carries, else (a lost worker's timeout) its last heartbeat;
+ * null when it reported neither.
+ */
+export function attemptProgress(err: unknown): Progress | null {
+  const reported = failureProgress(err);
+  if (reported) return reported;
+  const cause = err instanceof ActivityFailure ? err.cause : err;
+  const p: unknown = cause instanceof TimeoutFailure ? cause.lastHeartbeatDetails : undefined;
+  return p && typeof p === 'object' && 'lastCheckpoint' in p ? (p as Progress) : null;
+}
+
+/**
  * The failed attempt's time, closed at `now`: what its failure details carry (closed by the supervisor), else
  * its last heartbeat (a lost worker: the silence since then is the time it took to notice), else a record of
  * nothing but that silence since the attempt was scheduled.

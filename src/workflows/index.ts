@@ -2,3 +2,4 @@
 export { recipeRun } from './recipe-run.js';
 export { stageRun } from './stage-run.js';
 export { checkpointEval } from './checkpoint-eval.js';
+export { evalRun } from './eval-run.js';

@@ -10,6 +10,7 @@ import {
   CancelledFailure,
   ChildWorkflowCancellationType,
   ChildWorkflowFailure,
+  continueAsNew,
   executeChild,
   isCancellation,
   ParentClosePolicy,
@@ -29,8 +30,8 @@ import { stageRun } from './stage-run.js';
 import { tell } from './notify.js';
 import { writeReportOf } from './run-report.js';
 import { runEnded, type RunRef } from './notify-events.js';
-import { statusMarkdown } from './status-table.js';
-import { evaluating } from './step-figures.js';
+import { statusMarkdown } from '../views/status-table.js';
+import { evaluating } from '../views/step-figures.js';
 
 export interface RecipeRunOptions {
   /**
@@ -44,6 +45,10 @@ export interface RecipeRunOptions {
   retryDelaySec?: number;
   /** Results of steps already done in an earlier run, verified by the caller: kept, not rerun. */
   keep?: Record<string, StepResult>;
+  /** The run so far, carried over continue-as-new: its steps' states and results. */
+  carry?: { steps: StepState[]; results: Record<string, StepResult> };
+  /** Continue as new past this many events even if Temporal does not suggest it yet. @default 8000 */
+  maxEvents?: number;
 }
 
 export interface RecipeRunResult {
@@ -52,6 +57,7 @@ export interface RecipeRunResult {
 }
 
 const DONE = new Set<StepState['status']>(['completed', 'kept']);
+const DEFAULT_MAX_EVENTS = 8_000;
 
 export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Promise<RecipeRunResult> {
   const runWfId = workflowInfo().workflowId;
@@ -62,17 +68,28 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     runDir: plan.runDir,
     status: 'running',
     message: null,
-    steps: plan.steps.map((s) => {
-      const kept = keep[s.id];
-      return kept ? { ...initialStepState(s.id), status: 'kept', result: kept } : initialStepState(s.id);
-    }),
+    steps:
+      options.carry?.steps ??
+      plan.steps.map((s) => {
+        const kept = keep[s.id];
+        return kept ? { ...initialStepState(s.id), status: 'kept', result: kept } : initialStepState(s.id);
+      }),
   };
   const byId = new Map(status.steps.map((s) => [s.id, s]));
-  const results: Record<string, StepResult> = { ...keep };
+  const results: Record<string, StepResult> = { ...keep, ...options.carry?.results };
+  // Bounded history (issue 33): the Stage search attribute is written when it changes, not on every update; a
+  // terminated run terminates its steps; the run continues as new between steps when its history grows.
+  // Read once: histories recorded before replay as they were.
+  const bounded = patched('bounded-history');
 
-  const refresh = () => {
+  let shownStages: string | null = null;
+  /** `stages`: also write the Stage search attribute (bounded, only where the walk settles, and when it changed). */
+  const refresh = (stages = true) => {
     setCurrentDetails(statusMarkdown(status));
+    if (bounded && !stages) return;
     const running = status.steps.filter((s) => s.status === 'running').map((s) => s.id);
+    if (bounded && running.join(',') === shownStages) return;
+    shownStages = running.join(',');
     upsertSearchAttributes([{ key: SA.stage, value: running }]);
   };
   setHandler(statusQuery, () => status);
@@ -108,6 +125,11 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
   const launch = (step: PlanStep) => {
     const st = byId.get(step.id)!;
     st.status = 'running';
+    if (bounded) {
+      // The step does not tell its start (bounded history): its first attempt begins now.
+      st.startedAt ??= new Date().toISOString();
+      st.attempts = Math.max(st.attempts, 1);
+    }
     const pool = plan.pools[step.pool];
     const p = executeChild(stageRun, {
       workflowId: stepWorkflowId(runWfId, step.id),
@@ -124,8 +146,11 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
           ...(plan.notify ? { notify: plan.notify } : {}),
         },
       ],
-      // A cancelled or failed run cancels its steps, whose supervisors stop the trainers.
-      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      // A cancelled run cancels its steps (their supervisors stop the trainers) and waits for them; a failed run
+      // waits for its running steps to end. Whatever closes it besides, a terminate first, terminates them: a step
+      // stuck where it cannot take a cancel request (a workflow task that keeps failing) is not left running;
+      // their supervisors notice on their next heartbeat and stop the trainers.
+      parentClosePolicy: bounded ? ParentClosePolicy.TERMINATE : ParentClosePolicy.REQUEST_CANCEL,
       // The run is not cancelled until every step has stopped its processes.
       cancellationType: ChildWorkflowCancellationType.WAIT_CANCELLATION_COMPLETED,
       staticSummary: `${step.id}: ${step.summary}`.slice(0, 190),
@@ -138,7 +163,8 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
     }).then(
       (result) => {
         results[step.id] = result;
-        Object.assign(st, { status: 'completed', result, endedAt: result.finishedAt, ...(result.evals ? { evals: result.evals } : {}) });
+        // The step's result says how many attempts it took: the run hears of a later attempt's start only with its end.
+        Object.assign(st, { status: 'completed', result, attempts: Math.max(st.attempts, result.attempts), endedAt: result.finishedAt, ...(result.evals ? { evals: result.evals } : {}) });
         // The step's last update may come after its result (and is then ignored): its final attempt's time is here.
         if (result.time) st.time = withAttempt(st.time ?? { gpus: step.gpus, attempts: [] }, result.time);
       },
@@ -160,13 +186,20 @@ export async function recipeRun(plan: Plan, options: RecipeRunOptions = {}): Pro
       step.id,
       p.finally(() => {
         running.delete(step.id);
-        refresh();
+        // The walk goes on at once and writes Stage once it has launched what follows.
+        refresh(false);
       }),
     );
   };
 
   try {
     for (;;) {
+      const info = workflowInfo();
+      const grown = info.continueAsNewSuggested || info.historyLength > (options.maxEvents ?? DEFAULT_MAX_EVENTS);
+      // Between steps only: a running step is this execution's child, and would be terminated with it.
+      if (bounded && grown && running.size === 0 && !failed && !cancelled && status.steps.some((s) => s.status === 'pending')) {
+        await continueAsNew<typeof recipeRun>(plan, { ...options, carry: { steps: status.steps, results } });
+      }
       if (!failed && !cancelled) {
         for (const step of plan.steps) {
           const st = byId.get(step.id)!;

@@ -3,12 +3,17 @@
  * (the activity resumes from the newest complete checkpoint by itself) while the retry rule allows it (a budget
  * per failure class bounds failures in a row without progress: retry-rule.ts), and continues-as-new between
  * attempts when the history grows large.
+ *
+ * Its history grows with its attempts, never with the length of one (bounded history, issue 33): an attempt adds
+ * its activity and a few updates to the run, whatever it saves. Live progress stays in the attempt's heartbeats
+ * (read by `status` and the Web UI), the checkpoints to evaluate go to the step's evaluator (eval-run.ts), and
+ * the run hears of transitions only (stage-channels.ts). Histories recorded before replay as they were
+ * (`patched('bounded-history')`): a progress signal per checkpoint, the evaluations run here.
  */
 import {
   ActivityCancellationType,
   ApplicationFailure,
   continueAsNew,
-  getExternalWorkflowHandle,
   isCancellation,
   patched,
   proxyActivities,
@@ -20,14 +25,15 @@ import {
 import type { Activities } from '../activities/index.js';
 import type { NotifySpec, PlanStep, RetryBudgets } from '../plan/types.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
-import { progressSignal, stepStateQuery, stepUpdateSignal } from './definitions.js';
-import { failedAttemptTime, failureFacts } from './failures.js';
+import { progressSignal, stepStateQuery } from './definitions.js';
+import { attemptProgress, failedAttemptTime, failureFacts } from './failures.js';
 import { highWater, longestSave, withAttempt } from '../plan/goodput.js';
 import { evaluator } from './checkpoint-eval.js';
 import { tell } from './notify.js';
+import { parentUpdates, startEvaluator } from './stage-channels.js';
 import { stepFailed, type RunRef } from './notify-events.js';
 import { judgeFailure, retryPauseSec, type FailureFacts, type RetryVerdict } from './retry-rule.js';
-import { scoreLines, stepTable, timeTable } from './status-table.js';
+import { scoreLines, stepTable, timeTable } from '../views/status-table.js';
 
 export interface StageRunInput {
   recipe: string;
@@ -43,10 +49,17 @@ export interface StageRunInput {
   state?: StepState;
   /** The run's webhooks (plan.notify): told of this step's retries, hangs and spent budgets. */
   notify?: NotifySpec;
+  /** Continue as new between attempts past this many events even if Temporal does not suggest it yet (tests). */
+  maxEvents?: number;
 }
 
 /** Time the supervisor needs after the attempt limit to stop the process and report. */
 const ATTEMPT_SLACK_SEC = 120;
+/**
+ * A stage whose evaluator lives continues as new only past this many events (Temporal suggests it at ~4,000):
+ * the evaluations queued must finish first, which at 7B takes hours, while the stage adds ~20 events per attempt.
+ */
+const DRAIN_EVALS_AT_EVENTS = 8_000;
 
 /**
  * The retry rule applied to the step's failure, with what it remembers (a state recorded before the rule: no
@@ -72,27 +85,27 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     for (const e of input.notify ? stepFailed(run, f) : []) await tell(input.notify, e);
   };
 
-  const publish = (toParent: boolean) => {
+  // Read once: patched() answers false only while replaying a history recorded without the marker.
+  const bounded = patched('bounded-history');
+  const toParent = parentUpdates(parent, state, bounded);
+  const publish = (tellParent: boolean) => {
     const time = timeTable([state]);
     const scores = scoreLines([state]);
     setCurrentDetails([stepTable([state]), scores, time].filter(Boolean).join('\n\n'));
-    if (toParent && parent) {
-      // Fire and forget: the parent learns the step's state; a lost update is repaired by the next one.
-      getExternalWorkflowHandle(parent.workflowId, parent.runId)
-        .signal(stepUpdateSignal, state)
-        .catch(() => undefined);
-    }
+    if (tellParent) toParent();
   };
 
-  // Checkpoints evaluated while the step trains (`evalEvery`), as it reports them saved.
-  const evals = evaluator(input, state, () => publish(true));
+  // Checkpoints evaluated while the step trains (`evalEvery`): by the step's evaluator, which the supervisor
+  // tells of them; in histories recorded before it, here, as the progress signals report them saved.
+  const evals = bounded ? null : evaluator(input, state, () => publish(true));
   setHandler(stepStateQuery, () => state);
   setHandler(progressSignal, (p) => {
     const checkpointMoved = (p.lastCheckpoint ?? null) !== (state.progress?.lastCheckpoint ?? null);
     state.progress = p;
     evals?.offer(p.lastCheckpoint);
-    publish(checkpointMoved);
+    publish(checkpointMoved && !bounded);
   });
+  const evalChild = bounded ? await startEvaluator(input, state.evals ?? []) : null;
 
   const { runStep } = proxyActivities<Activities>({
     taskQueue: input.taskQueue,
@@ -111,11 +124,20 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     state.status = 'running';
     state.waiting = null;
     state.startedAt ??= new Date().toISOString();
-    publish(true);
+    // Bounded, the run hears of no attempt's start: it marks the step running as it starts it, and a later
+    // attempt follows the failure it heard of (two workflow tasks fewer per hand-off, one each side).
+    publish(!bounded);
     const scheduledAt = Date.now();
     try {
-      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time), longestSaveSec: longestSave(state.time) });
+      const evalSignal = bounded ? { evalSignal: evalChild ? { workflowId: evalChild.workflowId, every: evalChild.every } : null } : {};
+      const result = await runStep({ recipe: input.recipe, runId: input.runId, runDir: input.runDir, step, attempt: state.attempts, redoUntil: highWater(state.time), longestSaveSec: longestSave(state.time), ...evalSignal });
       if (result.time) state.time = withAttempt(state.time, result.time);
+      if (evalChild) {
+        // Training is over: the run starts the steps after this one now instead of when the evaluations end.
+        state.trainedAt = new Date().toISOString();
+        publish(true);
+        state.evals = await evalChild.close(result.iteration);
+      }
       // The final checkpoint is evaluated too; the step ends once its evaluations have, and its result carries them
       // (an update signal sent just before the step's end may reach the run after it, and be dropped).
       if (evals) {
@@ -133,15 +155,18 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
       state.waiting = null;
       state.result = final;
       state.endedAt = new Date().toISOString();
-      publish(true);
+      // Bounded, the run reads the end from the step's result (an update now could only reach it after).
+      publish(!bounded);
       return final;
     } catch (err) {
       if (isCancellation(err)) {
         state.status = 'cancelled';
         state.endedAt = new Date().toISOString();
-        publish(true);
+        publish(!bounded);
         throw err;
       }
+      // Bounded, no signal brought the attempt's checkpoints: its failure (or its last heartbeat) says where it was.
+      if (bounded) state.progress = attemptProgress(err) ?? state.progress;
       const { message, ...facts } = failureFacts(err, state.progress);
       const { cls } = facts;
       state.time = withAttempt(state.time, failedAttemptTime(err, state.attempts, scheduledAt, Date.now(), cls));
@@ -154,7 +179,8 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
       if (!v.retry) {
         state.status = 'failed';
         state.endedAt = new Date().toISOString();
-        publish(true);
+        // Bounded, the run reads the failed state from the failure's details.
+        publish(!bounded);
         await told;
         throw ApplicationFailure.nonRetryable(`step ${step.id} failed after ${state.attempts} attempt(s): ${message} (${v.why})`, 'StepFailed', state);
       }
@@ -169,8 +195,12 @@ export async function stageRun(input: StageRunInput): Promise<StepResult> {
     }
     // The webhooks are told during the pause: a slow receiver delays the next attempt only past the pause.
     await Promise.all([failureTold, sleep(`${pauseSec}s`)]);
-    // Not while a checkpoint is being evaluated: the evaluation is this execution's child.
-    if (workflowInfo().continueAsNewSuggested && !evals?.busy()) {
+    // Not while a checkpoint is being evaluated: the evaluation is this execution's child. The evaluator lives
+    // as long as the training: past a hard mark it finishes what is queued, and the next execution starts another.
+    const info = workflowInfo();
+    const grown = info.continueAsNewSuggested || info.historyLength > (input.maxEvents ?? Infinity);
+    if (grown && !evals?.busy() && (!evalChild || info.historyLength > (input.maxEvents ?? DRAIN_EVALS_AT_EVENTS))) {
+      if (evalChild) state.evals = await evalChild.close(null);
       await continueAsNew<typeof stageRun>({ ...input, state });
     }
   }

@@ -1,15 +1,17 @@
 /**
  * Evaluation while training on a real worker against a real dev server: a stand-in training step whose
  * checkpoints at multiples of 3 (and its last) are exported and scored by child workflows on the pool while it
- * trains on; the scores are a series in the run's status, and the first one is in before training ends. The
- * step after it starts when its training ends, not when the evaluation of its last checkpoint does.
+ * trains on; the scores are a series in the run's status (read from the step's evaluator while it trains), and the
+ * first one is in before training ends. The step after it starts when its training ends, not when the evaluation
+ * of its last checkpoint does.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../src/plan/contracts.js';
 import type { PlanStep } from '../../src/plan/types.js';
-import { fakePlan, fakeStep, journal, POOL, processesMentioning, setupEnv, startPlan, tmpRunDir, type Env } from './harness.js';
+import { fakePlan, fakeStep, journal, POOL, processesMentioning, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
+import { resolveRun, runStatus } from '../../src/temporal/runs.js';
 import { poolTaskQueue } from '../../src/temporal/constants.js';
 
 let env: Env;
@@ -31,6 +33,12 @@ describe('evaluation while training', () => {
     const score = fakeStep({ id: 'sft.stage1.eval{iteration}.arith', runDir, files: true, dependsOn: [exportStep.id] });
     const step: PlanStep = { ...train, checkpointEval: { every: 3, root: train.checkpoint!.dir, taskQueue: poolTaskQueue(POOL), steps: [exportStep, score] } };
     const h = await startPlan(env, fakePlan(runDir, 'evals', [step]));
+    // While the step trains, status reads the scores so far from its evaluator (the run hears of them at the end).
+    const live = await waitFor('a score in status while the step trains', async () => {
+      const st = await runStatus(env.client, await resolveRun(env.client, 'fake-evals'));
+      return st.steps[0]!.status === 'running' && st.steps[0]!.evals?.length ? st.steps[0]! : null;
+    }, 60_000);
+    expect(live.evals![0]).toMatchObject({ iteration: 3, scores: { arith: { accuracy: 0.5 } } });
     const res = (await h.result()) as { status: RunStatus };
     const st = res.status.steps[0]!;
     expect(st.status).toBe('completed');

@@ -20,14 +20,16 @@ const MAY_IMPORT: Record<string, string[]> = {
   plan: ['recipe', 'backends'],
   docs: ['recipe', 'backends'],
   rundir: ['util'],
-  workflows: [], // and `import type` from activities (the activity signatures), nothing else
+  // The views of a run's state: pure, deterministic, no packages (the workflows render them inside their sandbox).
+  views: [],
+  workflows: ['views'], // and `import type` from activities (the activity signatures), nothing else
   // What the engines print, read line by line: shared by the supervisor (activities) and the report, pure.
   'engine-logs': [],
   activities: ['util', 'rundir', 'report', 'engine-logs', 'preflight'],
   // The preflight reads the recipe's pins and known-bad table; the worker's phase and `doctor` run it.
   preflight: ['util', 'rundir', 'recipe'],
   // The report reads logs with the supervisor's own parsers (engine-logs) and shows scores as the status views do.
-  report: ['util', 'rundir', 'engine-logs', 'workflows/step-figures.ts', 'plan/parity.ts'],
+  report: ['util', 'rundir', 'engine-logs', 'views', 'plan/parity.ts'],
   temporal: ['util', 'workflows/definitions.ts'],
   workers: ['util', 'activities', 'temporal', 'workflows'],
   cli: ['*'],
@@ -83,6 +85,7 @@ export function violation(e: Edge): string | null {
   const layer = layerOf(e.from);
   if (e.to === null) {
     if (layer === 'workflows' && !WORKFLOW_PACKAGES.includes(e.spec)) return `a workflow imports ${e.spec} (only ${WORKFLOW_PACKAGES.join(', ')})`;
+    if (layer === 'views') return `a view imports ${e.spec} (views import no package: the workflows run them in their sandbox)`;
     return null;
   }
   const target = layerOf(e.to);
@@ -114,6 +117,9 @@ describe('layers (docs/architecture.md)', () => {
     expect(violation(edge('workflows/stage-run.ts', 'activities/index.ts', '', false))).toMatch(/workflows may not import activities/);
     expect(violation(edge('workflows/stage-run.ts', 'activities/index.ts', '', true))).toBeNull();
     expect(violation(edge('workflows/recipe-run.ts', null, 'node:fs'))).toMatch(/a workflow imports node:fs/);
+    expect(violation(edge('views/status-table.ts', null, 'node:os'))).toMatch(/a view imports node:os/);
+    expect(violation(edge('views/step-figures.ts', 'workflows/definitions.ts'))).toMatch(/views may not import workflows/);
+    expect(violation(edge('workflows/recipe-run.ts', 'views/status-table.ts'))).toBeNull();
     expect(violation(edge('backends/megatron.ts', 'plan/compile.ts'))).toMatch(/backends may not import plan/);
     expect(violation(edge('plan/types.ts', 'recipe/schema.ts', '', true))).toMatch(/leaf/);
     expect(violation(edge('report/step-series.ts', 'activities/supervise.ts'))).toMatch(/report may not import activities/);

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { planDetails, planSummary } from '../../../src/cli/run.js';
 import type { Plan } from '../../../src/plan/types.js';
-import { NBSP } from '../../../src/workflows/status-table.js';
+import { NBSP } from '../../../src/views/status-table.js';
 
 /** Just the fields planDetails and planSummary read. */
 function plan(steps: { id: string; backend: string; pool: string; gpus: number; dependsOn: string[] }[]): Plan {

@@ -16,7 +16,7 @@ const SA_FLAGS = [
   '--search-attribute', 'TrainPrecision=Keyword',
   '--search-attribute', 'RecipeRunId=Keyword',
 ];
-const TAIL = ['--sqlite-pragma', 'journal_mode=WAL', '--log-level', 'warn'];
+const TAIL = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=NORMAL', '--log-level', 'warn'];
 
 /** The value after the last occurrence of `flag`. */
 const value = (argv: string[], flag: string) => (argv.includes(flag) ? argv[argv.lastIndexOf(flag) + 1] : undefined);

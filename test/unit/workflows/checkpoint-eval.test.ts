@@ -4,7 +4,7 @@ import type { StepState } from '../../../src/plan/contracts.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { iterDirName } from '../../../src/rundir/checkpoints.js';
 import { fillIteration } from '../../../src/workflows/checkpoint-eval.js';
-import { evalSeries } from '../../../src/workflows/step-figures.js';
+import { evalSeries } from '../../../src/views/step-figures.js';
 
 async function sft1() {
   const { recipe } = await loadRecipe('tiny', { sets: ['sft.0.saveInterval=20', 'sft.0.evalEvery=20'] });

@@ -34,12 +34,12 @@ function plan(runId: string): Plan {
   };
 }
 
-function run(runId: string, activities: object, keep = {}) {
+function run(runId: string, activities: object, keep = {}, more: { maxEvents?: number; workflowId?: string } = {}) {
   return withWorkers(env, [ORCHESTRATOR_TASK_QUEUE, POOL], activities, () =>
     env.client.workflow.execute<typeof recipeRun>('recipeRun', {
       taskQueue: ORCHESTRATOR_TASK_QUEUE,
-      workflowId: `inproc-${runId}-${Date.now()}`,
-      args: [plan(runId), { retryDelaySec: 0, keep }],
+      workflowId: more.workflowId ?? `inproc-${runId}-${Date.now()}`,
+      args: [plan(runId), { retryDelaySec: 0, keep, ...(more.maxEvents ? { maxEvents: more.maxEvents } : {}) }],
     }),
   );
 }
@@ -80,5 +80,19 @@ describe('recipeRun (in-process)', () => {
     const status = ((err as WorkflowFailedError).cause as { details?: unknown[] }).details?.[0] as RunStatus;
     expect(status.steps.map((s) => [s.id, s.status])).toEqual([['a', 'completed'], ['b', 'failed'], ['c', 'completed'], ['d', 'skipped']]);
     expect(calls.map((c) => c.stepId)).not.toContain('d');
+  });
+
+  it('continues as new between steps past its event mark, carrying every step; a running step is never cut off', async () => {
+    const { runStep, calls } = scriptedRunStep({ b: ['crash', 'ok'] });
+    const workflowId = `inproc-can-${Date.now()}`;
+    const res = await run('can', { runStep }, {}, { maxEvents: 25, workflowId });
+    expect(res.status.status).toBe('completed');
+    expect(res.status.steps.map((s) => [s.id, s.status, s.attempts])).toEqual([['a', 'completed', 1], ['b', 'completed', 2], ['c', 'completed', 1], ['d', 'completed', 1]]);
+    expect(Object.keys(res.results).sort()).toEqual(['a', 'b', 'c', 'd']);
+    expect(calls.map((c) => `${c.stepId}${c.attempt}`).sort()).toEqual(['a1', 'b1', 'b2', 'c1', 'd1']);
+    const executions: string[] = [];
+    for await (const wf of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) executions.push(wf.status.name);
+    expect(executions.filter((s) => s === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(1);
+    expect(executions.filter((s) => s === 'COMPLETED')).toHaveLength(1);
   });
 });

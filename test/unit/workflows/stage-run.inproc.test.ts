@@ -11,7 +11,12 @@ import { FAILURE_CLASSES } from '../../../src/plan/types.js';
 import { STEP_STATE_QUERY, type StepState } from '../../../src/plan/contracts.js';
 import { retryPauseSec } from '../../../src/workflows/retry-rule.js';
 import type { stageRun } from '../../../src/workflows/stage-run.js';
-import { BUDGETS, scriptedRunStep, step, timeSkippingEnv, withWorkers } from './inproc.js';
+import { ApplicationFailure as Failure } from '@temporalio/common';
+import type { RunStepInput } from '../../../src/activities/run-step.js';
+import type { StepResult } from '../../../src/plan/contracts.js';
+import type { PlanStep } from '../../../src/plan/types.js';
+import { evalCheckpointsSignal } from '../../../src/workflows/definitions.js';
+import { BUDGETS, result, scriptedRunStep, step, timeSkippingEnv, withWorkers } from './inproc.js';
 
 const QUEUE = 'inproc-stage';
 let env: TestWorkflowEnvironment;
@@ -123,5 +128,43 @@ describe('stageRun retry budgets (in-process)', () => {
     ['storage', 30, 600],
   ] as const)('pause after the %s failure number %i in a row: %i s (retry delay 5 s)', (cls, used, sec) => {
     expect(retryPauseSec(cls, used, 5)).toBe(sec);
+  });
+
+  it('continues as new between attempts with its evaluator alive: the queued evaluations finish first, scores and attempts carry over', async () => {
+    const id = 'can';
+    const train: PlanStep = { ...step(id), checkpointEval: { every: 10, root: `/runs/r/${id}`, taskQueue: QUEUE, steps: [{ ...step(`${id}.eval{iteration}.arith`), kind: 'eval' }] } };
+    const evaluated: number[] = [];
+    // Four attempts, each past a new checkpoint (10, 20, 30 then the end): the supervisor would tell the evaluator of each.
+    const runStep = async (input: RunStepInput): Promise<StepResult> => {
+      if (input.step.kind === 'eval') {
+        evaluated.push(Number(/eval(\d+)/.exec(input.step.id)![1]));
+        return { ...result(input.step.id, input.attempt), metrics: { accuracy: 0.5 } };
+      }
+      expect(input.evalSignal).toEqual({ workflowId: expect.stringMatching(/\/evals$/), every: 10 });
+      const checkpoint = input.attempt * 10;
+      await env.client.workflow.getHandle(input.evalSignal!.workflowId).signal(evalCheckpointsSignal, { iterations: [checkpoint] });
+      if (input.attempt < 4) throw Failure.create({ type: 'crash', message: `${id}: crash: scripted`, details: [{ lastCheckpoint: checkpoint, resumedFrom: null, attempt: input.attempt }] });
+      return { ...result(id, input.attempt), iteration: 45, time: { attempt: input.attempt, scheduledAt: 0, endedAt: 1000, attributedTo: 0, open: 'training', secs: { productive: 1 }, lastIteration: 45, failure: null } };
+    };
+    const workflowId = `stage-can-${Date.now()}`;
+    let firstRunId = '';
+    const res = await withWorkers(env, [QUEUE], { runStep }, async () => {
+      const h = await env.client.workflow.start<typeof stageRun>('stageRun', {
+        taskQueue: QUEUE,
+        workflowId,
+        args: [{ recipe: 'r', runId: 'r1', runDir: '/runs/r', step: train, taskQueue: QUEUE, heartbeatTimeoutSec: 60, retryDelaySec: 1, maxEvents: 30 }],
+      });
+      firstRunId = h.firstExecutionRunId;
+      return h.result();
+    });
+    expect(res.attempts).toBe(4);
+    // Every checkpoint told and the last one (45) evaluated once, across the stage's executions and evaluators.
+    expect(res.evals?.map((e) => [e.iteration, e.scores.arith?.accuracy])).toEqual([[10, 0.5], [20, 0.5], [30, 0.5], [40, 0.5], [45, 0.5]]);
+    expect([...evaluated].sort((a, b) => a - b)).toEqual([10, 20, 30, 40, 45]);
+    // The attempt count carried over: the fourth attempt ran as attempt 4 in a later execution.
+    expect(res.attempts).toBe(4);
+    // It continued as new (the test server lists nothing: the first execution's handle says it).
+    const first = await env.client.workflow.getHandle(workflowId, firstRunId).describe();
+    expect(first.status.name).toBe('CONTINUED_AS_NEW');
   });
 });

@@ -4,8 +4,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
-import { NBSP, mdRow, mdTable, statusMarkdown, stepRow, stepTable } from '../../../src/workflows/status-table.js';
-import { formatScore, headlineScore, stepFigures } from '../../../src/workflows/step-figures.js';
+import { NBSP, mdRow, mdTable, statusMarkdown, stepRow, stepTable } from '../../../src/views/status-table.js';
+import { formatScore, headlineScore, stepFigures } from '../../../src/views/step-figures.js';
 
 function progress(p: Partial<Progress>): Progress {
   return {
@@ -260,9 +260,9 @@ describe('mdTable (shared with the run\'s static details)', () => {
 });
 
 describe('workflow safety', () => {
-  it('status-table.ts, failures.ts and retry-rule.ts import no Node built-ins (they run inside the workflow sandbox)', () => {
-    for (const f of ['status-table.ts', 'step-figures.ts', 'failures.ts', 'retry-rule.ts', 'definitions.ts']) {
-      const src = readFileSync(new URL(`../../../src/workflows/${f}`, import.meta.url), 'utf8');
+  it('the views and the workflow helpers import no Node built-ins (they run inside the workflow sandbox)', () => {
+    for (const f of ['views/status-table.ts', 'views/step-figures.ts', 'workflows/failures.ts', 'workflows/retry-rule.ts', 'workflows/definitions.ts']) {
+      const src = readFileSync(new URL(`../../../src/${f}`, import.meta.url), 'utf8');
       const imports = [...src.matchAll(/from '([^']+)'/g)].map((m) => m[1]);
       for (const i of imports) expect(i, `${f} imports ${i}`).toMatch(/^(\.|@temporalio\/(workflow|common))/);
     }

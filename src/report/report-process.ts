@@ -1,0 +1,31 @@
+/**
+ * Runs' reports written in a process of their own: `node report-process.js` reads jobs `{ runDir, status }`, one
+ * JSON line each, on stdin, writes each report (write-report.ts) and answers each with one JSON line on stdout,
+ * `{ page, charts, bytes, problems }` or `{ error }`; it exits when stdin ends. The worker renders every run's
+ * end-of-run report this way (activities/run-report.ts): rendering is synchronous CPU work (0.3–0.4 s, hundreds
+ * of MB at its peak for a long run's charts), which on the worker's own event loop held up every trainer it
+ * supervised and every workflow it ran while 100 runs ended together (issue 33). One process takes job after
+ * job, so its start (loading the chart library) is paid once per burst of runs, not once per run.
+ */
+import { createInterface } from 'node:readline';
+import type { RunStatus } from '../plan/contracts.js';
+import { writeReport } from './write-report.js';
+
+export interface ReportJob {
+  runDir: string;
+  status: RunStatus;
+}
+
+const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  let answer: unknown;
+  try {
+    const job = JSON.parse(line) as ReportJob;
+    const w = writeReport(job.runDir, { live: job.status });
+    answer = { page: w.page, charts: w.charts, bytes: w.bytes, problems: w.problems.length };
+  } catch (err) {
+    answer = { error: err instanceof Error ? err.message : String(err) };
+  }
+  process.stdout.write(`${JSON.stringify(answer)}\n`);
+}

@@ -1,0 +1,50 @@
+/**
+ * A workflow cannot take the worker down: an activation that computes for longer than the SDK's default isolate
+ * timeout (5 s), inside a cancellation scope, completes under the orchestrator worker's settings
+ * (WORKFLOW_WORKER_TUNING), and a quick workflow beside it is served. Under the default, the SDK terminates the
+ * activation and Node aborts the whole process (`async hook stack has become corrupted`, issue 33).
+ */
+import { Worker } from '@temporalio/worker';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { WORKFLOW_WORKER_TUNING } from '../../../src/workers/pool-worker.js';
+import { devServerEnv } from '../workflows/inproc.js';
+
+const FIXTURE = join(import.meta.dirname, '..', '..', 'fixtures', 'workflows', 'slow-activation.ts');
+/** Past the SDK's default isolate timeout (5 s). */
+const ACTIVATION_MS = 6_500;
+
+let env: TestWorkflowEnvironment;
+beforeAll(async () => {
+  env = await devServerEnv();
+}, 60_000);
+afterAll(async () => env?.teardown());
+
+/** Rounds of the fixture's loop that take about `ms` here (measured now: the machine may be loaded). */
+function spinsFor(ms: number): number {
+  let spins = 0;
+  let x = 0;
+  const t0 = performance.now();
+  while (performance.now() - t0 < 100) {
+    for (let i = 0; i < 100_000; i++) x = (x + i) % 1_000_003;
+    spins += 100_000;
+  }
+  return Math.ceil((spins * ms) / 100) + (x < 0 ? 1 : 0);
+}
+
+describe('workflow isolation', () => {
+  it('an activation longer than the default isolate timeout completes, and the worker serves the others meanwhile', async () => {
+    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: 'isolation', workflowsPath: FIXTURE, ...WORKFLOW_WORKER_TUNING });
+    const t0 = Date.now();
+    const [slow, quick] = await worker.runUntil(async () => {
+      const s = await env.client.workflow.start('slowActivation', { taskQueue: 'isolation', workflowId: `slow-${Date.now()}`, args: [spinsFor(ACTIVATION_MS)], workflowTaskTimeout: '120s' });
+      const q = await env.client.workflow.start('quick', { taskQueue: 'isolation', workflowId: `quick-${Date.now()}` });
+      return Promise.all([s.result(), q.result()]);
+    });
+    expect(typeof slow).toBe('number');
+    expect(quick).toBe('ok');
+    // The activation really ran past the default limit (this process is still here to say so).
+    expect(Date.now() - t0).toBeGreaterThan(5_000);
+  }, 120_000);
+});
