@@ -5,7 +5,7 @@
  */
 import type { Progress, RunStatus, StepState } from '../plan/contracts.js';
 import { shortDuration } from '../plan/stall-words.js';
-import { TIME_CATEGORIES, withLastHeard } from '../plan/goodput.js';
+import { TIME_CATEGORIES } from '../plan/goodput.js';
 import { evaluating, evalSeries, formatGoodput, formatScore, goodputWords, headlineScore, runTimeFigures, stepFigures, stepTimeFigures, type StepFigures } from '../views/step-figures.js';
 
 function iterCell(f: StepFigures): string {
@@ -140,7 +140,7 @@ export function table(rows: string[][]): string {
  * category (a running attempt counted until `now`); '' before any step has run.
  */
 export function renderTimeTable(st: RunStatus, now = Date.now()): string {
-  const steps = st.steps.map(withCancelledAttempt);
+  const steps = st.steps;
   const run = runTimeFigures(steps, now);
   if (!run) return '';
   const rows = steps.flatMap((s) => {
@@ -148,15 +148,6 @@ export function renderTimeTable(st: RunStatus, now = Date.now()): string {
     return f ? [[s.id, formatGoodput(f.goodput), ...TIME_CATEGORIES.map((c) => ((f.secs[c] ?? 0) >= 0.5 ? shortDuration(f.secs[c]!) : '-'))]] : [];
   });
   return `${goodputWords(run)}\n\n${table([['STEP', 'GOODPUT', ...TIME_CATEGORIES.map((c) => c.toUpperCase())], ...rows])}`;
-}
-
-/**
- * A cancelled step with its last attempt's time, as last heard, closed when the step ended: the workflow records
- * no time for an attempt a cancel ended, so a run cancelled mid-step would show the goodput of the steps before.
- */
-export function withCancelledAttempt(s: StepState): StepState {
-  if (s.status !== 'cancelled' || !s.time || !s.progress?.time) return s;
-  return { ...s, time: withLastHeard(s.time, s.progress.time, s.endedAt ? Date.parse(s.endedAt) : null) };
 }
 
 export function renderStatusTable(workflowId: string, st: RunStatus, now = Date.now()): string {

@@ -7,7 +7,7 @@
  * before the end, or a kept step's earlier run). A pending, running or failed step shows its progress.
  */
 import type { StepResult, StepState } from '../plan/contracts.js';
-import { runGoodput, stepGoodput, TIME_CATEGORIES, withAttempt, type GoodputFigures } from '../plan/goodput.js';
+import { runGoodput, stepGoodput, TIME_CATEGORIES, withAttempt, withLastHeard, type GoodputFigures } from '../plan/goodput.js';
 import { shortDuration } from '../plan/stall-words.js';
 import type { FailureClass } from '../plan/types.js';
 
@@ -88,7 +88,10 @@ export function stepFigures(s: StepState): StepFigures {
 export function stepTimeFigures(s: StepState, now?: number): GoodputFigures | null {
   if (!s.time || s.status === 'kept') return null;
   const live = s.status === 'running' ? s.progress?.time : null;
-  const st = live && live.endedAt === null && !s.time.attempts.some((a) => a.attempt === live.attempt) ? withAttempt(s.time, live) : s.time;
+  // A cancelled step's last attempt as last heard, closed when the step ended: the workflow records no time for an
+  // attempt a cancel ended, so a run cancelled mid-step would show the goodput of the steps before it alone.
+  const cancelled = s.status === 'cancelled' ? withLastHeard(s.time, s.progress?.time, s.endedAt ? Date.parse(s.endedAt) : null) : null;
+  const st = cancelled ?? (live && live.endedAt === null && !s.time.attempts.some((a) => a.attempt === live.attempt) ? withAttempt(s.time, live) : s.time);
   if (!st.attempts.length && !st.earlier) return null;
   return stepGoodput(st, now);
 }

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { attemptLines, failureWords, headlineMetrics, lastWorker, rate, renderStatusTable, renderTimeTable, stallPhaseWords, stepCells } from '../../../src/cli/status-view.js';
 import type { AttemptTime } from '../../../src/plan/goodput.js';
 import type { Progress, RunStatus, StepResult, StepState } from '../../../src/plan/contracts.js';
+import { runTimeFigures, stepTimeFigures } from '../../../src/views/step-figures.js';
 
 function progress(p: Partial<Progress>): Progress {
   return {
@@ -214,6 +215,9 @@ describe('where the time of a cancelled run went', () => {
     };
     // Before: 'goodput 20.0 % of 2s' (the warmup alone).
     expect(renderTimeTable(st).split('\n')[0]).toBe('goodput 73.8 % of 20s · other time: overhead 3s, startup 3s'); // 14.4 s of 19.5
+    // The same figures where `status --json` and the Web UI read them (one view, views/step-figures.ts).
+    expect(runTimeFigures(st.steps)!.goodput).toBeCloseTo(14.4 / 19.5, 3);
+    expect(stepTimeFigures(st.steps[1]!)!.secs.productive).toBe(14);
   });
 });
 
