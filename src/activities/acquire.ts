@@ -1,7 +1,7 @@
 /**
  * The acquire phase of an attempt (run-step.ts): the step's GPUs, claimed host-wide (gpu-slots.ts), then the
  * exclusive lock on its checkpoint directory, which also stops a trainer an earlier attempt left (lock.ts).
- * Heartbeats go on while it waits, and `status` says what it waits for.
+ * The attempt's keep-alive heartbeat (run-step.ts) goes on while it waits, and `status` says what it waits for.
  */
 import { mkdirSync } from 'node:fs';
 import { failure, type Attempt } from './attempt.js';
@@ -17,52 +17,45 @@ export interface Held {
   lock: DirLock | null;
 }
 
-/** The worker's side of the acquire phase: its GPUs, its kill grace, how often it heartbeats. */
+/** The worker's side of the acquire phase: its GPUs and its kill grace (run-step.ts heartbeats while it waits). */
 export interface AcquireRoom {
   gpus: GpuSlots;
   killGraceMs: number;
-  keepAliveMs: number;
 }
 
 /** GPUs first, the lock second: a step waiting for GPUs must not hold its directory. */
 export async function acquire(a: Attempt, held: Held, opts: AcquireRoom): Promise<void> {
   const { step, ctx, note } = a;
-  // Heartbeat while waiting, so a long wait is not mistaken for a dead worker.
-  const waitBeat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
+  const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
+  const lockDir = step.checkpoint?.dir ?? step.command.cwd;
+  const lockOpts = {
+    onTakeover: note,
+    killGraceMs: opts.killGraceMs,
+    // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
+    stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
+    runStop: (stop: StopCommand) => runStopCommand(stop, note),
+  };
+  // The trainer a dead worker left holds this step's GPUs: it saves and stops first, or this attempt would wait
+  // for its GPUs until it finished the stage unsupervised.
+  if (step.gpus > 0) await DirLock.stopOrphan(lockDir, lockOpts);
   try {
-    const owner = `${ctx.info.workflowExecution?.workflowId ?? step.id} attempt ${a.input.attempt}`;
-    const lockDir = step.checkpoint?.dir ?? step.command.cwd;
-    const lockOpts = {
-      onTakeover: note,
-      killGraceMs: opts.killGraceMs,
-      // An earlier attempt's ranks save where they stand before this one loads the newest checkpoint.
-      stopAllowanceMs: launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), opts.killGraceMs) * 1000,
-      runStop: (stop: StopCommand) => runStopCommand(stop, note),
-    };
-    // The trainer a dead worker left holds this step's GPUs: it saves and stops first, or this attempt would wait
-    // for its GPUs until it finished the stage unsupervised.
-    if (step.gpus > 0) await DirLock.stopOrphan(lockDir, lockOpts);
-    try {
-      // Free in this worker and unclaimed by any other process on the host; a wait names who holds the GPUs.
-      held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal, owner, (why) => {
-        if (why) note(`waiting for ${why}`);
-        waitFor(a, why);
-      });
-    } catch (err) {
-      // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
-      if (!(err instanceof NotEnoughGpusError)) throw err;
-      note(`attempt ${a.input.attempt} not started: ${err.message}`);
-      throw failure(a, 'config', err.message);
-    }
-    mkdirSync(lockDir, { recursive: true });
-    held.lock = await lockWhenFree(lockDir, owner, lockOpts, ctx.cancellationSignal, (msg) => {
-      note(msg);
-      waitFor(a, msg.replace(/^waiting for the lock: /, 'the checkpoint directory\'s lock: '));
+    // Free in this worker and unclaimed by any other process on the host; a wait names who holds the GPUs.
+    held.gpuIds = await opts.gpus.acquire(step.gpus, ctx.cancellationSignal, owner, (why) => {
+      if (why) note(`waiting for ${why}`);
+      waitFor(a, why);
     });
-    waitFor(a, null);
-  } finally {
-    clearInterval(waitBeat);
+  } catch (err) {
+    // A worker without the GPUs the step needs is a deployment mistake: retrying on it cannot help.
+    if (!(err instanceof NotEnoughGpusError)) throw err;
+    note(`attempt ${a.input.attempt} not started: ${err.message}`);
+    throw failure(a, 'config', err.message);
   }
+  mkdirSync(lockDir, { recursive: true });
+  held.lock = await lockWhenFree(lockDir, owner, lockOpts, ctx.cancellationSignal, (msg) => {
+    note(msg);
+    waitFor(a, msg.replace(/^waiting for the lock: /, 'the checkpoint directory\'s lock: '));
+  });
+  waitFor(a, null);
 }
 
 /** Record (or end) a wait in the progress, which the heartbeat carries to `status`; sent at once. */

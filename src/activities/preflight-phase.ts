@@ -20,23 +20,17 @@ export function preflightFile(runDir: string, stepId: string): string {
   return join(runDir, 'preflight', `${stepId}.json`);
 }
 
-export async function preflightPhase(a: Attempt, keepAliveMs: number): Promise<void> {
+export async function preflightPhase(a: Attempt): Promise<void> {
   const spec = preflightOf(a.step);
   if (!spec) return; // a plan recorded before the preflight
   const { ctx, note, input } = a;
-  // The probe may wait for srun to place it: the worker must not look dead meanwhile.
-  const beat = setInterval(() => ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), keepAliveMs);
-  let res;
-  try {
-    res = await preflight(spec, {
-      cwd: a.step.command.cwd,
-      fill: (argv) => fillArgv(argv, a.ids),
-      nodes: spec.launch.length ? a.step.nodes : 1,
-      signal: ctx.cancellationSignal,
-    });
-  } finally {
-    clearInterval(beat);
-  }
+  // The probe may wait for srun to place it: the attempt's keep-alive heartbeat (run-step.ts) goes on meanwhile.
+  const res = await preflight(spec, {
+    cwd: a.step.command.cwd,
+    fill: (argv) => fillArgv(argv, a.ids),
+    nodes: spec.launch.length ? a.step.nodes : 1,
+    signal: ctx.cancellationSignal,
+  });
   if (res.cancelled) throw new CancelledFailure(`${a.step.id}: cancelled`);
   const fails = withVerdict(res.rows, 'fail');
   const warns = withVerdict(res.rows, 'warn');

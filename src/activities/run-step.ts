@@ -79,10 +79,14 @@ export function createRunStep(opts: SupervisorOptions) {
       throw ApplicationFailure.create({ type: 'storage', message: `${input.step.id}: storage: ${storageReason(err.code, err.path ?? input.step.command.cwd)}` });
     }
     const held: Held = { gpuIds: [], lock: null };
+    // A heartbeat from the first phase to the last: every phase may wait (the probe on srun, GPUs, the lock, a
+    // graceful stop's save, scancel until the job is gone, the server's answer), and an attempt silent past the
+    // heartbeat timeout would be taken for a dead worker (preempted) while it is still stopping its trainer.
+    const keepAlive = setInterval(() => a.ctx.heartbeat({ ...a.progress, updatedAt: new Date().toISOString() }), opts.keepAliveMs);
     try {
       checkInputs(a);
       checkSecrets(a);
-      await preflightPhase(a, opts.keepAliveMs);
+      await preflightPhase(a);
       await acquire(a, held, opts);
       const resumeFrom = await chooseStart(a);
       // Retention applies to what is on disk from the start (a resumed or finished step included).
@@ -127,6 +131,7 @@ export function createRunStep(opts: SupervisorOptions) {
       a.note(`attempt ${input.attempt} failed: storage: ${v.reason}`);
       throw failure(a, v.cls, v.reason);
     } finally {
+      clearInterval(keepAlive);
       opts.gpus.release(held.gpuIds);
       held.lock?.release();
       await closeStream(a.log);

@@ -135,8 +135,10 @@ describe('the local trainer under srun + torchrun on a real Slurm', () => {
     const h = await startPlan(env, plan);
     // While it trains, status names its Slurm job and both nodes.
     await waitFor('cpt.stable past iteration 3', () => lastIteration(plan.runDir, 'cpt.stable') >= 3, 120_000);
+    // `status` reads a running step's live progress from its own workflow (the run hears of transitions only).
     const job = await waitFor('status to name the Slurm job', async () => {
-      const s = (await h.query(statusQuery)).steps.find((x) => x.id === 'cpt.stable');
+      const r = await cli(['status', h.workflowId, '--json']);
+      const s = (JSON.parse(r.stdout) as RunStatus).steps.find((x) => x.id === 'cpt.stable');
       return s?.progress?.job?.nodes ? s.progress.job : null;
     }, 30_000);
     expect(job.nodes).toBe('n[1-2]');

@@ -63,6 +63,17 @@ describe('a durable recipe run', () => {
     expect(readFileSync(stops, 'utf8')).toBe('stop job-a1\n');
   });
 
+  it('a stop command slower than the heartbeat timeout (scancel until the job is gone): the attempt stays a crash, not a lost worker', async () => {
+    const runDir = tmpRunDir(env, 'slowstop');
+    // 8 s of stopping after the trainer exits, with a 5 s heartbeat timeout: the attempt must go on heartbeating, or
+    // the server takes it for a dead worker (preempted) and schedules the next one while it is still stopping.
+    const plan = fakePlan(runDir, 'slowstop', [fakeStep({ id: 'cpt.stable', runDir, iters: 12, saveInterval: 4, faults: ['crash@7'], onStop: ['sleep', '8'] })]);
+    const st = await onlyStepOf(await startPlan(env, plan));
+    expect(st.status).toBe('completed');
+    expect(st.failures).toEqual({ crash: 1 });
+    expect(readFileSync(join(runDir, 'logs', 'cpt.stable.log'), 'utf8')).toMatch(/stop command sleep 8: exit 0/);
+  });
+
   it('detects a hung trainer within the stall timeout + 5 s, kills it and resumes', async () => {
     const runDir = tmpRunDir(env, 'hang');
     const stall = 4;
