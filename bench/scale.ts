@@ -200,9 +200,10 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     const intervals: [number, number][] = [];
     const gaps: number[] = [];
     // The gap in three: the trainer's end to the supervisor's `ended` line (its last save, exit, clean-up),
-    // that line to the next attempt's `starting` line (the workflows and the next activity's phases), and that
-    // line to the next trainer's first iteration (its interpreter's start).
-    const parts = { exit: [] as number[], orchestration: [] as number[], startup: [] as number[] };
+    // that line to the next attempt's `taken by worker` line (the workflows and the activity's dispatch), that line
+    // to its `starting` line (the activity's phases: preflight, lock, GPUs, resume point), and that line to the
+    // next trainer's first iteration (the launcher's and the trainer's interpreters).
+    const parts = { exit: [] as number[], dispatch: [] as number[], phases: [] as number[], startup: [] as number[] };
     const byHandoff: number[][] = [];
     const stamp = (runDir: string, id: string, what: RegExp) => {
       const m = new RegExp(`^\\[infir2 (\\S+)\\] attempt 1 ${what.source}`, 'm').exec(readFileSync(join(runDir, 'logs', `${id}.log`), 'utf8'));
@@ -218,9 +219,11 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
         gaps.push(spans[k]![0] - spans[k - 1]![1]);
         (byHandoff[k - 1] ??= []).push(spans[k]![0] - spans[k - 1]![1]);
         const ended = stamp(p.runDir, p.steps[k - 1]!.id, /ended/);
+        const taken = stamp(p.runDir, p.steps[k]!.id, /taken by worker/);
         const starting = stamp(p.runDir, p.steps[k]!.id, /starting/);
         parts.exit.push(ended - spans[k - 1]![1]);
-        parts.orchestration.push(starting - ended);
+        parts.dispatch.push(taken - ended);
+        parts.phases.push(starting - taken);
         parts.startup.push(spans[k]![0] - starting);
       }
     }

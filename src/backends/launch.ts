@@ -1,6 +1,6 @@
 /** How a pool starts a distributed PyTorch program: torchrun (rendezvous), srun + torchrun, or standalone. */
 import { join } from 'node:path';
-import { LAUNCHER_FILE } from '../plan/types.js';
+import { LAUNCHER_FILE, LAUNCHER_PYTHON_FLAGS } from '../plan/types.js';
 import type { Pool, Recipe } from '../recipe/schema.js';
 import type { StepBody } from './types.js';
 
@@ -59,7 +59,7 @@ export function torchLaunch(software: Recipe['software'], pool: Pool, nodes: num
     const gpus = pool.gpusPerNode > 0 ? [`--gpus-per-node=${Math.min(ranksPerNode, pool.gpusPerNode)}`] : [];
     // infir2's launcher is srun's task on every node, torchrun its child: it owns the node's part of the tree and
     // stops it so that Megatron saves (scancel and srun's forwarding signal every process of the step at once).
-    const launcher = [software.python, join(projectRoot, LAUNCHER_FILE), '--'];
+    const launcher = [software.python, ...LAUNCHER_PYTHON_FLAGS, join(projectRoot, LAUNCHER_FILE), '--'];
     return [software.srun, `--job-name=${jobName}`, `--nodes=${nodes}`, '--ntasks-per-node=1', ...gpus, '--kill-on-bad-exit=1', ...software.srunArgs, ...launcher, ...torchrun];
   }
   return torchrun;

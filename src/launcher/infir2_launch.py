@@ -43,6 +43,7 @@ import ctypes
 import json
 import math
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -85,6 +86,27 @@ def relay(fd):
             break
         write_out(data)
     os.close(fd)
+
+
+def wake_on_signals():
+    """A fd that becomes readable when a signal arrives: SIGCHLD (a child exited: the command's exit ends this process
+    at once, not at the next poll, which cost every step up to POLL_S at each end) and the stop signals."""
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)  # a full pipe still wakes the loop
+    # Python delivers SIGCHLD (ignored by default) to the wakeup fd only with a handler of its own in place.
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    return r
+
+
+def nap(wake):
+    """Until the next poll, or sooner when a signal arrives."""
+    if select.select([wake], [], [], POLL_S)[0]:
+        try:
+            os.read(wake, 4096)
+        except BlockingIOError:
+            pass
 
 
 def become_subreaper():
@@ -245,6 +267,7 @@ def main(argv):
     stop_file = args.stop_file or (os.path.join(os.getcwd(), ".infir2-stop." + token) if token else None)
 
     become_subreaper()
+    wake = wake_on_signals()
     asked = []
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda signum, frame: asked.append(signum))
@@ -289,7 +312,7 @@ def main(argv):
             stop = Stop(args.stop_allowance, args.rest_grace, "the command ended, leaving processes")
         if stop is not None and stop.step(me) and status is not None:
             break
-        time.sleep(POLL_S)
+        nap(wake)
 
     relayer.join(timeout=2)  # the last lines the tree wrote (a writer that outlived it would hold the pipe open)
     if os.WIFSIGNALED(status):

@@ -148,6 +148,12 @@ export const DEFAULT_LOG_MAX_MB = 1024;
  * on its node and stops it so that a trainer saving on SIGTERM can (src/launcher/infir2_launch.py's header).
  */
 export const LAUNCHER_FILE = 'src/launcher/infir2_launch.py';
+/**
+ * How python3 runs the launcher: isolated (-I: no PYTHON* variables, no user site, no current directory on the
+ * path), so that a step's PYTHONPATH cannot put modules of its own into the process that stops its tree; and
+ * without site-packages (-S: it uses the standard library only), ~30 ms less at every start on a busy node.
+ */
+export const LAUNCHER_PYTHON_FLAGS = ['-I', '-S'] as const;
 
 export interface SchedulerJobSpec {
   scheduler: 'slurm';

@@ -5,7 +5,7 @@
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LAUNCHER_FILE } from '../plan/types.js';
+import { LAUNCHER_FILE, LAUNCHER_PYTHON_FLAGS } from '../plan/types.js';
 
 /** The launcher, from the tree this module runs in (src/util/ under vitest, dist/util/ compiled). */
 export const LAUNCHER_PATH = fileURLToPath(new URL(`../../${LAUNCHER_FILE}`, import.meta.url));
@@ -30,9 +30,9 @@ export function removeStopFile(file: string): void {
 }
 
 /**
- * The launcher in front of `argv`: `python3 infir2_launch.py --stop-allowance S -- argv…`. `stopAllowanceSec`:
+ * The launcher in front of `argv`: `python3 -I -S infir2_launch.py --stop-allowance S -- argv…`. `stopAllowanceSec`:
  * what the rank mains get when no stop file says otherwise (SIGTERM to the launcher, or ranks its command left).
  */
 export function launcherArgv(python: string, stopAllowanceSec: number, argv: string[]): string[] {
-  return [python, LAUNCHER_PATH, '--stop-allowance', String(Math.ceil(stopAllowanceSec)), '--', ...argv];
+  return [python, ...LAUNCHER_PYTHON_FLAGS, LAUNCHER_PATH, '--stop-allowance', String(Math.ceil(stopAllowanceSec)), '--', ...argv];
 }

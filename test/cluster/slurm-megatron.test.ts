@@ -37,7 +37,7 @@ async function plan(name: string, o: { iters?: number; faults?: string[] } = {})
   const jobName = `infir2-${name}-a{attempt}-{launch}`;
   const launch = [
     'srun', `--job-name=${jobName}`, '--nodes=2', '--ntasks-per-node=1', '--kill-on-bad-exit=1',
-    'python3', join(ROOT, LAUNCHER_FILE), '--',
+    'python3', '-I', '-S', join(ROOT, LAUNCHER_FILE), '--',
     NEW_TORCHRUN, '--nnodes=2', '--nproc_per_node=1', `--rdzv_endpoint=127.0.0.1:${await freePort()}`, '--rdzv_backend=c10d',
   ];
   const step = standinStep({

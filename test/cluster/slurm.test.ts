@@ -126,10 +126,10 @@ describe('the local trainer under srun + torchrun on a real Slurm', () => {
     const sevenArgv = compilePlan(seven, { runId: 'x' }).steps.find((s) => s.id === 'cpt.stable')!.command.argv;
     // The launcher's flags, in order, up to the program torchrun starts (names only: the values are the pool's).
     // (infir2's launcher, srun's task on each node, stands between srun and torchrun)
-    const shape = (argv: string[]) => argv.slice(0, argv.findIndex((a, i) => i > 0 && !a.startsWith('--') && !/torchrun$|^python3$|infir2_launch\.py$/.test(a))).map((a) => a.split('=')[0]!.replace(/^\/.*\//, ''));
-    expect(shape(sevenArgv)).toEqual(['srun', '--job-name', '--nodes', '--ntasks-per-node', '--gpus-per-node', '--kill-on-bad-exit', 'python3', 'infir2_launch.py', '--', 'torchrun', '--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend']);
+    const shape = (argv: string[]) => argv.slice(0, argv.findIndex((a, i) => i > 0 && !a.startsWith('--') && !/torchrun$|^python3$|^-[IS]$|infir2_launch\.py$/.test(a))).map((a) => a.split('=')[0]!.replace(/^\/.*\//, ''));
+    expect(shape(sevenArgv)).toEqual(['srun', '--job-name', '--nodes', '--ntasks-per-node', '--gpus-per-node', '--kill-on-bad-exit', 'python3', '-I', '-S', 'infir2_launch.py', '--', 'torchrun', '--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend']);
     // A CPU pool asks Slurm for no GPUs; torch 1.13 needs its two flags; --no_python names the interpreter.
-    expect(shape(stable.command.argv)).toEqual(['srun', '--job-name', '--nodes', '--ntasks-per-node', '--kill-on-bad-exit', 'python3', 'infir2_launch.py', '--', 'torchrun', '--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend', '--redirects', '--tee', '--no_python']);
+    expect(shape(stable.command.argv)).toEqual(['srun', '--job-name', '--nodes', '--ntasks-per-node', '--kill-on-bad-exit', 'python3', '-I', '-S', 'infir2_launch.py', '--', 'torchrun', '--nnodes', '--nproc_per_node', '--rdzv_endpoint', '--rdzv_backend', '--redirects', '--tee', '--no_python']);
     expect(stable.command.argv).toContain('--nnodes=2');
 
     const h = await startPlan(env, plan);

@@ -111,9 +111,9 @@ describe('compilePlan', () => {
   it('launches Megatron with srun on a Slurm pool and torchrun --standalone on a local one', async () => {
     const slurm = await planOf('infir2-7b', ['pools.megatron.launcher=slurm', 'pools.megatron.nodes=4', 'pools.megatron.rdzvEndpoint=head:29400', 'cpt.nodes=4']);
     // infir2's launcher is srun's task on each node, torchrun its child (it stops the ranks so that they save).
-    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 15)).toEqual([
+    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 17)).toEqual([
       'srun', '--job-name=infir2-r1-cpt-stable-a{attempt}-{launch}', '--nodes=4', '--ntasks-per-node=1', '--gpus-per-node=8', '--kill-on-bad-exit=1',
-      'python3', join(ROOT, 'src', 'launcher', 'infir2_launch.py'), '--',
+      'python3', '-I', '-S', join(ROOT, 'src', 'launcher', 'infir2_launch.py'), '--',
       'torchrun', '--nnodes=4', '--nproc_per_node=8', '--rdzv_endpoint=head:29400', '--rdzv_backend=c10d', '/root/Megatron-LM/pretrain_gpt.py',
     ]);
     expect(step(slurm, 'cpt.stable').nodeLaunchers).toBe(true);
@@ -144,9 +144,9 @@ describe('compilePlan', () => {
     expect(step(torchrun, 'sft.stage1').command.argv[0]).toBe(join(ROOT, '.venv', 'bin', 'python'));
     const slurm = await planOf('tiny', ['pools.local.launcher=slurm', 'pools.local.nodes=2', 'pools.local.rdzvEndpoint=node1:29500', 'cpt.nodes=2', 'cpt.microBatchSize=8']);
     // A CPU pool asks Slurm for no GPUs.
-    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 13)).toEqual([
+    expect(step(slurm, 'cpt.stable').command.argv.slice(0, 15)).toEqual([
       'srun', '--job-name=infir2-r1-cpt-stable-a{attempt}-{launch}', '--nodes=2', '--ntasks-per-node=1', '--kill-on-bad-exit=1',
-      'python3', join(ROOT, 'src', 'launcher', 'infir2_launch.py'), '--',
+      'python3', '-I', '-S', join(ROOT, 'src', 'launcher', 'infir2_launch.py'), '--',
       'torchrun', '--nnodes=2', '--nproc_per_node=1', '--rdzv_endpoint=node1:29500', '--rdzv_backend=c10d',
     ]);
     expect(step(slurm, 'cpt.stable').nodeLaunchers).toBe(true);
