@@ -15,6 +15,9 @@ say() { printf '[setup] %s\n' "$*"; }
 # chromium: the browser test of the Web UI drives Debian's Chromium through playwright-core (no browser download).
 # fonts-dejavu-core: the text of the report's PNG charts (resvg draws with the fonts it finds on the system).
 apt_pkgs=(python3-torch python3-venv python3-pytest chromium fonts-dejavu-core)
+# busybox (--test): the compose test also runs deploy/temporal's set-up script under busybox's sh and tools, as the
+# Alpine admin-tools image runs it.
+[ "${1:-}" = "--test" ] && apt_pkgs+=(busybox)
 missing=()
 for p in "${apt_pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
