@@ -6,7 +6,7 @@
  * redirect is not followed (the event goes where the recipe says, or nowhere), and is not retried.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import { ENV_REF_RE, type NotifyEvent, type WebhookSpec } from '../plan/types.js';
+import { ENV_REF_RE, type NotifyEvent, type WebhookSpec } from '../plan/notify-spec.js';
 
 export interface NotifyInput {
   /** Stable per event (deterministic in the workflow): the same on every retry of its delivery. */

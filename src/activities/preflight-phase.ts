@@ -9,7 +9,7 @@
 import { CancelledFailure } from '@temporalio/common';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { preflightOf } from '../plan/types.js';
+import { preflightOf } from '../plan/preflight-types.js';
 import { rowLine } from '../preflight/checks.js';
 import { preflight, withVerdict } from '../preflight/preflight.js';
 import { writeFileAtomic } from '../util/atomic-write.js';

@@ -8,7 +8,8 @@
  */
 import { hostname } from 'node:os';
 import { UsageError } from '../errors.js';
-import { preflightOf, type PlanStep, type ResolvedPreflight } from '../plan/types.js';
+import { type PlanStep } from '../plan/types.js';
+import { preflightOf, type ResolvedPreflight } from '../plan/preflight-types.js';
 import { type CheckRow } from '../preflight/checks.js';
 import { preflight } from '../preflight/preflight.js';
 import { KNOWN_BAD } from '../recipe/known-bad.js';

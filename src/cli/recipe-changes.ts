@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { RecipeError } from '../recipe/issues.js';
 import { loadRecipe } from '../recipe/load.js';
-import { shownChange } from '../plan/types.js';
+import { shownChange } from '../plan/notify-spec.js';
 import { describeChanges, diffValues } from '../util/json-diff.js';
 
 export const ORIGIN_FILE = 'recipe-source.json';

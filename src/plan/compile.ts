@@ -17,7 +17,8 @@ import { BUILD, type BuildContext, type LocalStage } from './backend-table.js';
 import { cptLineage, type Fork } from './cpt-lineage.js';
 import { runLayout, type RunLayout } from './layout.js';
 import { preflightSpec } from './preflight-spec.js';
-import type { BackendName, CheckpointEvalSpec, Plan, PlanStep, PreflightSpec, RetryBudgets, StallSpec, StepKind } from './types.js';
+import type { PreflightSpec } from './preflight-types.js';
+import type { BackendName, CheckpointEvalSpec, Plan, PlanStep, RetryBudgets, StallSpec, StepKind } from './types.js';
 
 export interface CompileOptions {
   /** The run's id: a slug; the run lives in `<recipe.runDir>/<runId>`. */

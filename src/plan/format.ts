@@ -5,7 +5,8 @@
 import { basename } from 'node:path';
 import { describeStallSpec, shortDuration } from './stall-words.js';
 import { startOf, stepFacts } from './step-facts.js';
-import { NOTIFY_EVENTS, type CheckpointSpec, type FailureClass, type Plan, type PlanStep, type WebhookSpec } from './types.js';
+import { NOTIFY_EVENTS, type WebhookSpec } from './notify-spec.js';
+import type { CheckpointSpec, FailureClass, Plan, PlanStep } from './types.js';
 
 /** `torchrun … pretrain_gpt.py`, `ray job submit … train.py`, `python main.py pretrain`. */
 export function commandHead(step: PlanStep): string {

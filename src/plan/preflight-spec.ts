@@ -10,7 +10,8 @@
  */
 import type { StepBody } from '../backends/types.js';
 import type { Pool, Recipe } from '../recipe/schema.js';
-import type { BackendName, PreflightSpec } from './types.js';
+import type { PreflightSpec } from './preflight-types.js';
+import type { BackendName } from './types.js';
 
 /** What each backend's trainer cannot run without, and what else it imports. */
 function packagesOf(backend: BackendName): { needs: string[]; uses: string[] } {

@@ -3,9 +3,11 @@
  *
  * It is plain JSON data (no functions, no classes) so that it can cross into Temporal as a workflow argument,
  * be printed by `infir2 plan --json`, and be diffed between runs. Every path in it is absolute, every command
- * is a complete argv (no shell). This file is the single source of truth for the Plan's shape; it imports
- * nothing, so both the workflow bundle and the activities can use it.
+ * is a complete argv (no shell). This file and its parts (preflight-types.ts, notify-spec.ts) are the single source
+ * of truth for the Plan's shape; they import nothing else, so both the workflow bundle and the activities can use them.
  */
+import type { NotifySpec } from './notify-spec.js';
+import type { PreflightSpec } from './preflight-types.js';
 
 /** Stable stage ids (docs/architecture.md#stage-ids). Eval steps are `eval.<benchmark>` or `eval.<model>.<benchmark>`. */
 export const STAGE_IDS = [
@@ -242,59 +244,6 @@ export interface PlanStep {
   preflight?: PreflightSpec;
 }
 
-/**
- * The preflight of a step: its own environment (the trainer's interpreter, `PYTHONPATH` and variables, on every
- * node it uses) asked for the versions of what it imports, its GPUs and the room its checkpoints need, before its
- * trainer starts; checked against the recipe's `software.versions` and the known-bad combinations
- * (recipe/known-bad.ts). Package and check names are the recipe's (recipe/software-checks.ts).
- */
-export interface PreflightSpec {
-  /**
-   * What runs the probe on every node the step uses: `srun … --ntasks-per-node=1` on a slurm pool, with the
-   * command's `{attempt}`/`{launch}` placeholders; empty: on the worker's node.
-   */
-  launch: string[];
-  /** The interpreter the trainer runs under. */
-  python: string;
-  /** A launcher whose interpreter the trainer's is (torchrun's `#!` line, read on the worker); `python` if it names none. */
-  via?: string;
-  /**
-   * The trainer's environment variables where they are not its command's: a Ray job's runtime env (slime). Absent:
-   * the step's `command.env`, which the plan does not copy here (a large env would count twice against Temporal's
-   * payload limit); `preflightOf` fills it in.
-   */
-  env?: Record<string, string>;
-  /** Put first on the interpreter's `sys.path`, as the trainer's launcher does (a Ray job's working directory). */
-  pythonPath: string[];
-  /** Packages the step cannot run without: one that is missing or does not import fails it. */
-  needs: string[];
-  /** Packages it also imports when they are there (an import that fails is a warning). */
-  uses: string[];
-  /** The recipe's `software.versions`. */
-  versions: Record<string, string>;
-  /** The recipe's `software.skipChecks`. */
-  skip: { check: string; why: string }[];
-  /** What the step runs, for the known-bad entries that depend on it: `teFp8`, `localFp8Gpu`. */
-  traits: string[];
-  /** GPUs per node it needs. */
-  gpus: number;
-  /** Paths the step reads, by role (its inputs). */
-  reads: Record<string, string>;
-  /**
-   * Where it saves, the plan's estimate of one checkpoint (with optimizer state), and of what the step keeps on
-   * disk at most (`bound`, in words); null: it saves no checkpoints.
-   */
-  saves: { dir: string; checkpointBytes: number; boundBytes: number; bound: string } | null;
-}
-
-/** A preflight with the environment its probe runs in: the step's own, unless the plan names another (slime's Ray job). */
-export type ResolvedPreflight = PreflightSpec & { env: Record<string, string> };
-
-/** The step's preflight, its environment filled in from the step's command (null: a plan recorded before the preflight). */
-export function preflightOf(step: Pick<PlanStep, 'preflight' | 'command'>): ResolvedPreflight | null {
-  return step.preflight ? { ...step.preflight, env: step.preflight.env ?? step.command.env } : null;
-}
-
 /** The adaptive stall limits of a step (activities/stall-policy.ts), seconds. */
 export interface StallSpec {
   /** From the launch, and after a checkpoint-load line, until a few iteration gaps have been seen. */
@@ -341,61 +290,4 @@ export interface Plan {
   steps: PlanStep[];
   /** Webhooks told of the run's events (absent: none). */
   notify?: NotifySpec;
-}
-
-/**
- * What a webhook can be told: the run's end (completed, failed, cancelled), a step retried (with its failure
- * class), a hang detected, and a step's retry budget nearly spent (one more failure of that class without a new
- * checkpoint fails the step).
- */
-export const NOTIFY_EVENTS = ['run.completed', 'run.failed', 'run.cancelled', 'step.retried', 'step.hang', 'step.budget'] as const;
-export type NotifyEvent = (typeof NOTIFY_EVENTS)[number];
-
-/** `env:NAME`: a value named by reference, read from the worker's environment variable NAME. */
-export const ENV_REF_RE = /^env:([A-Za-z_][A-Za-z0-9_]*)$/;
-
-export interface WebhookSpec {
-  /**
-   * `env:NAME`: the URL is the value of the worker's environment variable NAME, read when the event is sent (a
-   * webhook URL usually holds its token, so only the name travels in the plan and history); or the URL itself.
-   */
-  url: string;
-  /** `slack`: Slack's incoming-webhook JSON (`{"text": …}`); `json`: the event's fields. */
-  format: 'slack' | 'json';
-  events: NotifyEvent[];
-}
-
-export interface NotifySpec {
-  webhooks: WebhookSpec[];
-}
-
-/**
- * Query parameters that carry a credential by their name (`?token=`, `?sig=`, `?api_key=`…): a URL written in the
- * recipe with one is refused, since the recipe travels into plan.json, recipe.json, the report and the history.
- */
-export const SECRET_QUERY_PARAM = /^(.*[-_])?(token|key|apikey|secret|sig|signature|pass|passwd|password|pwd|auth|authorization|code|credentials?|session|jwt|hmac)$/i;
-
-/** A recipe's path to a webhook's URL (`notify.webhooks.0.url`), as diffs and the report's parameters name it. */
-export const WEBHOOK_URL_PATH = /^notify\.webhooks\.\d+\.url$/;
-
-/**
- * A webhook URL as it may be shown (a report, a diff, a message): `env:NAME` as it is; a URL written in the recipe
- * by its scheme and host only, since its path and query are where receivers put their tokens (Slack's
- * `/services/T…/B…/<secret>`), and never with a `user:pass@`.
- */
-export function shownWebhookUrl(url: unknown): unknown {
-  if (typeof url !== 'string' || ENV_REF_RE.test(url)) return url;
-  const m = /^([a-z][a-z0-9+.-]*:\/\/)(?:[^/?#]*@)?([^/?#]*)(.*)$/i.exec(url);
-  if (!m) return '(not shown: not a URL)';
-  return `${m[1]}${m[2]}${m[3] ? '/…' : ''}`;
-}
-
-/** A recipe value at `path` as it may be shown: a webhook's URL by shownWebhookUrl, anything else as it is. */
-export function shownRecipeValue(path: string, value: unknown): unknown {
-  return WEBHOOK_URL_PATH.test(path) ? shownWebhookUrl(value) : value;
-}
-
-/** A recipe diff's change as it may be shown (compare's warnings, resume's note): webhook URLs by their host. */
-export function shownChange<T extends { path: string; before: unknown; after: unknown }>(c: T): T {
-  return { ...c, before: shownRecipeValue(c.path, c.before), after: shownRecipeValue(c.path, c.after) };
 }

@@ -4,7 +4,7 @@
  * and the paths it reads. One row per check; `fail` rows stop the step (a `config` failure), `warn` rows are
  * shown with it. Pure.
  */
-import type { ResolvedPreflight } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-types.js';
 import { KNOWN_BAD, type Condition, type KnownBad } from '../recipe/known-bad.js';
 import { PACKAGE_LABEL, PACKAGES, SYSTEM_VERSIONS, type Package, type Pinnable } from '../recipe/software-checks.js';
 import { satisfies, type Installed } from '../recipe/version-spec.js';

@@ -2,7 +2,7 @@
  * The preflight of one step: the probe run in its environment (run-probe.ts), its findings checked
  * (checks.ts). What the worker runs before each attempt's trainer and `infir2 doctor` runs from a shell.
  */
-import type { ResolvedPreflight } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-types.js';
 import { checkNodes, type CheckRow } from './checks.js';
 import { runProbe, type ProbeOptions } from './run-probe.js';
 

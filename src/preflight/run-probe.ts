@@ -8,7 +8,7 @@
 import { execa } from 'execa';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { ResolvedPreflight } from '../plan/types.js';
+import type { ResolvedPreflight } from '../plan/preflight-types.js';
 import { projectRoot } from '../util/paths.js';
 import { terminateGroup } from '../util/process-group.js';
 import type { NodeFacts } from './checks.js';

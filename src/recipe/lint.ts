@@ -8,7 +8,7 @@ import { intervalHints } from './goodput-advice.js';
 import { error, warning, type Issue } from './issues.js';
 import type { Arch, Recipe } from './schema.js';
 import { STAGE_CHECKS, type Check } from './lint-stages.js';
-import { ENV_REF_RE } from '../plan/types.js';
+import { ENV_REF_RE } from '../plan/notify-spec.js';
 
 const ITER_DIR = /(^|\/)(iter_\d{7}|release)\/?$/;
 

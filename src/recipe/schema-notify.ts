@@ -4,7 +4,7 @@
  * its token, and everything in a recipe travels into the plan and the run's history.
  */
 import { z } from 'zod';
-import { ENV_REF_RE, NOTIFY_EVENTS, SECRET_QUERY_PARAM, shownWebhookUrl } from '../plan/types.js';
+import { ENV_REF_RE, NOTIFY_EVENTS, SECRET_QUERY_PARAM, shownWebhookUrl } from '../plan/notify-spec.js';
 
 /** What is wrong with a webhook URL written in the recipe, or null. */
 function urlProblem(u: string): string | null {

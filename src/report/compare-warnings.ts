@@ -4,7 +4,7 @@
  * move), or a shared step covers other iterations in another run (a fork's decay starting from an earlier
  * stable checkpoint, a run cut short): its figures then compare different stretches of training. Pure.
  */
-import { shownChange } from '../plan/types.js';
+import { shownChange } from '../plan/notify-spec.js';
 import { diffValues, describeChanges } from '../util/json-diff.js';
 import type { Curve } from './curve.js';
 import type { RunData, StepReport } from './run-data.js';

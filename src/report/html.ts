@@ -4,7 +4,7 @@
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
 import { visible } from '../util/visible.js';
-import { shownWebhookUrl, WEBHOOK_URL_PATH } from '../plan/types.js';
+import { shownWebhookUrl, WEBHOOK_URL_PATH } from '../plan/notify-spec.js';
 import { formatScore } from '../views/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';

@@ -6,7 +6,7 @@
  */
 import { log, proxyActivities } from '@temporalio/workflow';
 import type { OrchestratorActivities } from '../activities/index.js';
-import type { NotifyEvent, NotifySpec } from '../plan/types.js';
+import type { NotifyEvent, NotifySpec } from '../plan/notify-spec.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 
 const { notify } = proxyActivities<OrchestratorActivities>({

@@ -23,7 +23,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities } from '../activities/index.js';
-import type { NotifySpec, PlanStep, RetryBudgets } from '../plan/types.js';
+import type { PlanStep, RetryBudgets } from '../plan/types.js';
+import type { NotifySpec } from '../plan/notify-spec.js';
 import { initialStepState, type StepResult, type StepState } from '../plan/contracts.js';
 import { progressSignal, stepStateQuery } from './definitions.js';
 import { attemptProgress, failedAttemptTime, failureFacts } from './failures.js';

@@ -13,7 +13,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NOTIFY_EVENTS } from '../../src/plan/types.js';
+import { NOTIFY_EVENTS } from '../../src/plan/notify-spec.js';
 import { fakePlan, fakeStep, ROOT, setupEnv, startPlan, TEMPORAL_BIN, tmpRunDir, waitFor, type Env } from './harness.js';
 
 const exec = promisify(execFile);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loadPlan } from '../../../src/cli/recipe-input.js';
-import { preflightOf } from '../../../src/plan/types.js';
+import { preflightOf } from '../../../src/plan/preflight-types.js';
 import { RecipeError } from '../../../src/recipe/issues.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { projectRoot } from '../../../src/recipe/project-root.js';

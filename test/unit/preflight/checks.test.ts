@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { ResolvedPreflight } from '../../../src/plan/types.js';
+import type { ResolvedPreflight } from '../../../src/plan/preflight-types.js';
 import { checkNode, checkNodes, rowLine, type NodeFacts } from '../../../src/preflight/checks.js';
 import type { ImportResult, PackageFacts, ProbeReport } from '../../../src/preflight/probe-report.js';
 import { parseReports, MARKER } from '../../../src/preflight/probe-report.js';

@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ResolvedPreflight } from '../../../src/plan/types.js';
+import type { ResolvedPreflight } from '../../../src/plan/preflight-types.js';
 import { rowLine, type CheckRow } from '../../../src/preflight/checks.js';
 import { preflight } from '../../../src/preflight/preflight.js';
 import { runProbe, scriptInterpreter } from '../../../src/preflight/run-probe.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compilePlan } from '../../../src/plan/compile.js';
-import { shownChange, shownWebhookUrl } from '../../../src/plan/types.js';
+import { shownChange, shownWebhookUrl } from '../../../src/plan/notify-spec.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { compareRuns } from '../../../src/report/compare.js';
 import { readRunData } from '../../../src/report/run-data.js';
