@@ -5,14 +5,14 @@
  * every process of the step, data-loader workers included, so the supervisor never signals srun: it asks the
  * launchers through the stop file on the step's shared directory. Each case prints its row of the stop table.
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunStatus, StepState } from '../../src/plan/contracts.js';
-import { LAUNCHER_FILE } from '../../src/plan/types.js';
-import { fakePlan, freePort, journal, processesMentioning, recomputed, ROOT, setupEnv, startPlan, tmpRunDir, waitFor, type Env } from '../integration/harness.js';
-import { attemptsOf, expectTakeoverSaved, lastIteration, logText, NEW_TORCHRUN, newestCheckpoint, newTorchInstalled, rankMains, standinStep } from '../integration/megatron-standin.js';
+import { LAUNCHER_FILE, LAUNCHER_PYTHON_FLAGS } from '../../src/plan/types.js';
+import { fakePlan, freePort, processesMentioning, ROOT, setupEnv, tmpRunDir, waitFor, type Env } from '../integration/harness.js';
+import { cancelCase, hangCase, preemptCase, torchrunKillCase, workerKillCase, type StopLaunch } from '../integration/megatron-stop-cases.js';
+import { logText, NEW_TORCHRUN, newTorchInstalled, standinStep } from '../integration/megatron-standin.js';
 import { slurmInstalled, startSlurm, type SlurmCluster } from './slurm.js';
 
 let env: Env;
@@ -37,7 +37,7 @@ async function plan(name: string, o: { iters?: number; faults?: string[] } = {})
   const jobName = `infir2-${name}-a{attempt}-{launch}`;
   const launch = [
     'srun', `--job-name=${jobName}`, '--nodes=2', '--ntasks-per-node=1', '--kill-on-bad-exit=1',
-    'python3', '-I', '-S', join(ROOT, LAUNCHER_FILE), '--',
+    'python3', ...LAUNCHER_PYTHON_FLAGS, join(ROOT, LAUNCHER_FILE), '--',
     NEW_TORCHRUN, '--nnodes=2', '--nproc_per_node=1', `--rdzv_endpoint=127.0.0.1:${await freePort()}`, '--rdzv_backend=c10d',
   ];
   const step = standinStep({
@@ -50,118 +50,51 @@ async function plan(name: string, o: { iters?: number; faults?: string[] } = {})
   return { runDir, plan: fakePlan(runDir, name, [step]) };
 }
 
-async function stepOf(h: { result(): Promise<unknown> }): Promise<StepState> {
-  const res = (await h.result()) as { status: RunStatus };
-  expect(res.status.status).toBe('completed');
-  return res.status.steps[0]!;
-}
-
-function row(what: string, lost: number, seconds: number, left: number): void {
-  console.log(`[stop table] megatron stand-in, srun + torchrun >= 2.4: ${what}: iterations lost ${lost}, stop → exit ${Number.isNaN(seconds) ? '-' : seconds.toFixed(1)} s, processes left ${left}`);
-}
-
-/** No rank, launcher, torchrun or srun, and no job or job step in Slurm. */
-const nothingLeft = (runDir: string) =>
-  waitFor('nothing of the run left, in processes or in Slurm', () => processesMentioning(runDir).length === 0 && slurm.jobs().length === 0 && slurm.steps().length === 0, 60_000);
+const launch: StopLaunch = {
+  label: 'srun + torchrun >= 2.4',
+  env: () => env,
+  plan,
+  startWorker: () => env.startWorker([], undefined, slurm.env),
+  /** No rank, launcher, torchrun or srun, and no job or job step in Slurm. */
+  nothingLeft: (runDir) =>
+    waitFor('nothing of the run left, in processes or in Slurm', () => processesMentioning(runDir).length === 0 && slurm.jobs().length === 0 && slurm.steps().length === 0, 60_000),
+  reachMs: 180_000,
+};
 
 const srunPid = (runDir: string) => processesMentioning(runDir).find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0] === 'srun');
 
 describe('the Megatron stand-in under srun + torchrun >= 2.4 on a real Slurm', () => {
   it('a cancel: the launchers on both nodes let the ranks save where they stand; no process, job or step is left', async () => {
-    const { runDir, plan: p } = await plan('cancel');
-    const h = await startPlan(env, p);
-    await waitFor('iteration 14', () => lastIteration(runDir) >= 14, 180_000);
-    expect(rankMains(runDir)).toHaveLength(2);
-    const t0 = Date.now();
-    await h.cancel();
-    await expect(h.result()).rejects.toThrow();
-    await nothingLeft(runDir);
-    const took = (Date.now() - t0) / 1000;
-    const [a] = attemptsOf(runDir);
-    expect(a!.exitLine).toBe(true);
-    expect(newestCheckpoint(runDir)).toBe(a!.iterations.at(-1));
-    expect(logText(runDir)).not.toMatch(/DataLoader worker \(pid/);
+    const { runDir } = await cancelCase(launch);
     // Each node's launcher signalled its own rank, and only it.
     expect(logText(runDir).match(/\[infir2-launch\] stop requested: SIGTERM to process \d+$/gm)).toHaveLength(2);
-    row('cancel', a!.iterations.at(-1)! - newestCheckpoint(runDir)!, took, processesMentioning(runDir).length);
   }, 300_000);
 
   it('a worker SIGTERM: the ranks save; the next worker resumes there, recomputing nothing', async () => {
-    const { runDir, plan: p } = await plan('preempt', { iters: 50 });
-    const live = env.workers.filter((w) => w.exitCode === null && w.signalCode === null);
-    const h = await startPlan(env, p);
-    await waitFor('iteration 14', () => lastIteration(runDir) >= 14, 180_000);
-    const t0 = Date.now();
-    await Promise.all(live.map((w) => env.stopWorker(w)));
-    await nothingLeft(runDir);
-    const took = (Date.now() - t0) / 1000;
-    const first = attemptsOf(runDir)[0]!;
-    expect(first.exitLine).toBe(true);
-    expect(newestCheckpoint(runDir)).toBe(first.iterations.at(-1));
-    row('worker SIGTERM', first.iterations.at(-1)! - newestCheckpoint(runDir)!, took, processesMentioning(runDir).length);
-    await env.startWorker([], undefined, slurm.env);
-    const st = await stepOf(h);
-    expect(st.failures).toEqual({ preempted: 1 });
-    expect(attemptsOf(runDir)[1]!.note).toMatch(new RegExp(`resuming from iteration ${first.iterations.at(-1)}\\b`));
-    expect(recomputed(runDir, 'cpt.stable')).toEqual([]);
-    await nothingLeft(runDir);
+    await preemptCase(launch, 50);
   }, 400_000);
 
   it('a hang: every process on every node is killed at once; the step resumes from the newest checkpoint', async () => {
-    const { runDir, plan: p } = await plan('hang', { iters: 40, faults: ['hang@25'] });
-    const h = await startPlan(env, p);
-    await waitFor('the hang to be declared', () => existsSync(join(runDir, 'logs', 'cpt.stable.log')) && /\] stall: /.test(logText(runDir)), 240_000);
-    const t0 = Date.now();
-    await waitFor('the attempt to end', () => /attempt 1 ended/.test(logText(runDir)), 60_000);
-    const took = (Date.now() - t0) / 1000;
-    expect(logText(runDir)).toMatch(/stopping the attempt's processes: stall: all at once/);
-    const st = await stepOf(h);
-    expect(st.failures).toEqual({ hang: 1 });
-    const [first, second] = attemptsOf(runDir);
-    expect(second!.note).toMatch(/resuming from iteration 20\b/);
-    row('hang (kill at once)', first!.iterations.at(-1)! - 20, took, 0);
-    await nothingLeft(runDir);
+    await hangCase(launch, 240_000);
   }, 400_000);
 
   it('a worker SIGKILLed (srun lives on): the next attempt has every old rank save and stop before it launches', async () => {
-    const { runDir, plan: p } = await plan('workerkill', { iters: 50 });
-    for (const w of env.workers.filter((x) => x.exitCode === null && x.signalCode === null)) await env.stopWorker(w);
-    const victim = await env.startWorker([], undefined, slurm.env);
-    const h = await startPlan(env, p);
-    await waitFor('iteration 14', () => lastIteration(runDir) >= 14, 180_000);
-    const oldRanks = rankMains(runDir);
-    expect(oldRanks).toHaveLength(2);
-    expect(srunPid(runDir)).toBeGreaterThan(0);
-    process.kill(victim.pid!, 'SIGKILL');
-    await env.startWorker([], undefined, slurm.env);
-    const st = await stepOf(h);
-    expect(st.failures).toEqual({ preempted: 1 });
-    const takeover = expectTakeoverSaved(runDir, oldRanks);
-    row('worker SIGKILL (next attempt stops the old ranks)', takeover.lost, takeover.stopSec, 0);
-    await nothingLeft(runDir);
+    await workerKillCase(launch, 50, (runDir) => expect(srunPid(runDir)).toBeGreaterThan(0));
   }, 400_000);
 
   it("torchrun SIGKILLed alone on one node: its orphaned rank is found by that node's launcher, stopped, and saves", async () => {
-    const { runDir, plan: p } = await plan('torchrun-kill', { iters: 50 });
-    const h = await startPlan(env, p);
-    await waitFor('iteration 14', () => lastIteration(runDir) >= 14, 180_000);
-    const ranks = rankMains(runDir);
-    const torchrun = processesMentioning(runDir).find((pid) => {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-      return /torchrun$/.test(argv[1] ?? '') && argv[0] !== 'srun' && !argv.some((x) => x.endsWith('infir2_launch.py'));
-    })!;
-    expect(torchrun).toBeGreaterThan(0);
-    const t0 = Date.now();
-    process.kill(torchrun, 'SIGKILL');
-    await waitFor('the old ranks to be gone', () => ranks.every((pid) => !existsSync(`/proc/${pid}`)), 60_000);
-    const took = (Date.now() - t0) / 1000;
-    const st = await stepOf(h);
-    expect(Object.keys(st.failures)).toHaveLength(1);
-    const [first, second] = attemptsOf(runDir);
+    const { runDir, step } = await torchrunKillCase(launch, 50, (dir) =>
+      processesMentioning(dir).find((pid) => {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return /torchrun$/.test(argv[1] ?? '') && argv[0] !== 'srun' && !argv.some((x) => x.endsWith('infir2_launch.py'));
+      }),
+    );
+    expect(Object.keys(step.failures)).toHaveLength(1);
+    // Not checked here: Megatron's exit line. The ranks save together, then rank 0 prints it after a barrier; the
+    // rank of the node whose torchrun died passes that barrier and exits, its launcher ends as torchrun did (killed),
+    // and srun's --kill-on-bad-exit ends the other node's tree at once: the line, printed after the save was
+    // complete, can be lost on its way through srun (seen once). The resume from the last iteration
+    // printed (checked in the case) is what shows the save.
     expect(logText(runDir)).toMatch(/\[infir2-launch\] the command ended, leaving processes: SIGTERM to process \d+/);
-    expect(first!.exitLine).toBe(true);
-    expect(second!.note).toMatch(new RegExp(`resuming from iteration ${first!.iterations.at(-1)}\\b`));
-    row('torchrun SIGKILL', first!.iterations.at(-1)! - Number(/resuming from iteration (\d+)/.exec(second!.note)![1]), took, 0);
-    await nothingLeft(runDir);
   }, 400_000);
 });
