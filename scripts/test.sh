@@ -52,7 +52,7 @@ fi
 start pytest "$INFIR2_PYTHON" -m pytest -q trainer/tests test/launcher
 start typecheck npx --no-install tsc -p tsconfig.check.json
 finish typecheck
-[ -n "${pids[pytest]:-}" ] && finish pytest
+finish pytest
 
 echo "== vitest (unit, integration, e2e; started at $(since)) =="
 started[vitest]=$(date +%s)
@@ -60,7 +60,7 @@ npx --no-install vitest run || status=1
 took[vitest]=$(( $(date +%s) - ${started[vitest]} ))
 
 ((cluster)) && finish cluster
-summary="pytest ${took[pytest]:-–}s, type check ${took[typecheck]}s, vitest ${took[vitest]}s"
+summary="pytest ${took[pytest]}s, type check ${took[typecheck]}s, vitest ${took[vitest]}s"
 ((cluster)) && summary+=", cluster tier (set-up and tests, beside the others) ${took[cluster]}s"
 echo "[test] $( ((status)) && echo FAILED || echo passed ) in $(since): $summary"
 exit $status

@@ -49,7 +49,8 @@ export function launchedArgv(argv: string[], nodeLaunchers: boolean, python: str
   return nodeLaunchers ? argv : launcherArgv(python, stopAllowanceSec, argv);
 }
 
-function ask(tree: AttemptTree, req: StopRequest): boolean {
+/** Write a stop request to the tree's launchers; false where its directory cannot take it (gone, read-only). */
+export function ask(tree: Pick<AttemptTree, 'stopFile'>, req: StopRequest): boolean {
   try {
     writeStopRequest(tree.stopFile, req);
     return true;

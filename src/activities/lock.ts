@@ -18,9 +18,8 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
-import { writeStopRequest } from '../util/launcher.js';
-import { AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
+import { DEFAULT_KILL_GRACE_MS, processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
+import { ask, AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
 import { euid } from '../util/process-identity.js';
 import { readFileSafe } from '../util/safe-fs.js';
 
@@ -84,16 +83,14 @@ export class DirLock {
     const held = readLock(join(dir, LOCK_FILE));
     if (!held || held.host !== hostname() || held.fileUid !== euid() || held.pgid === null) return false;
     if (held.workerPid === process.pid || pidAlive(held.workerPid) || !trainerAlive(held)) return false;
-    const killGraceMs = opts.killGraceMs ?? 30_000;
     opts.onTakeover?.(`stopping the trainer of ${held.owner}, whose worker (pid ${held.workerPid}) is gone, before waiting for its GPUs`);
-    if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => opts.onTakeover?.(m)).done;
-    else await terminateGroup(held.pgid, killGraceMs);
+    await stopHolder(held, opts);
     return true;
   }
 
   /** Take the lock on `dir`, clearing out a dead or zombie holder (its process group, then its stop command). */
   static async acquire(dir: string, owner: string, opts: AcquireOptions = {}): Promise<DirLock> {
-    const { onTakeover, killGraceMs = 30_000, runStop } = opts;
+    const { onTakeover, runStop } = opts;
     const file = join(dir, LOCK_FILE);
     const info: LockInfo = { host: hostname(), workerPid: process.pid, pgid: null, startTicks: null, owner, since: new Date().toISOString(), token: randomUUID(), stop: null };
     for (let tries = 0; tries < 50; tries++) {
@@ -120,8 +117,7 @@ export class DirLock {
         if (held.host === info.host && !foreign) {
           if (held.pgid !== null && trainerAlive(held)) {
             onTakeover?.(`terminating a trainer of an earlier attempt (${held.owner}, ${held.tree ? `launch ${held.tree.token}` : `process group ${held.pgid}`})`);
-            if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => onTakeover?.(m)).done;
-            else await terminateGroup(held.pgid, killGraceMs);
+            await stopHolder(held, opts);
           } else if (held.pgid === null && held.workerPid !== process.pid && pidAlive(held.workerPid)) {
             throw new LockBusyError(`${dir} is locked by worker pid ${held.workerPid} (${held.owner}), which is still launching it`);
           }
@@ -130,7 +126,7 @@ export class DirLock {
         }
         onTakeover?.(`taking over a stale lock of ${held.owner} on ${held.host}`);
         // Its launchers may still run on nodes of their own (an srun job whose submit host died): they kill theirs.
-        if (held.host !== info.host && held.tree && !foreign) tellLaunchersToKill(held.tree);
+        if (held.host !== info.host && held.tree && !foreign) ask(held.tree, { mode: 'kill' }); // a directory gone: nothing to reach
         if (held.stop?.argv.length && runStop && !foreign) {
           onTakeover?.(`stopping the work of ${held.owner}: ${held.stop.argv.join(' ')}`);
           await runStop(held.stop);
@@ -219,10 +215,9 @@ function trainerAlive(held: LockInfo): boolean {
   return held.pgid !== null && trainerGroupAlive(held.pgid, held.startTicks);
 }
 
-function tellLaunchersToKill(tree: AttemptTree): void {
-  try {
-    writeStopRequest(tree.stopFile, { mode: 'kill' });
-  } catch {
-    /* its directory is gone: nothing there to reach */
-  }
+/** Stop a holder's trainer as a takeover does: its tree gracefully (it may save), else its process group. */
+async function stopHolder(held: LockInfo, opts: AcquireOptions): Promise<void> {
+  const killGraceMs = opts.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  if (held.tree) await new AttemptStop(held.tree, 'graceful', opts.stopAllowanceMs ?? killGraceMs, killGraceMs, (m) => opts.onTakeover?.(m)).done;
+  else if (held.pgid !== null) await terminateGroup(held.pgid, killGraceMs);
 }

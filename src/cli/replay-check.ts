@@ -12,6 +12,7 @@ import { codecFromEnv, EncryptionCodec } from '../temporal/codec.js';
 import { connectClient } from '../temporal/connection.js';
 import { replayAll, replayTargets, type ReplayVerdict } from '../workers/replay-check.js';
 import { prebuiltBundlePath, workflowBundle } from '../workers/workflow-bundle.js';
+import { table } from './status-view.js';
 
 export const USAGE = 'infir2 replay-check [--days N] [--bundle PATH] [--json]';
 export const OPTIONS = { days: { type: 'string' }, bundle: { type: 'string' }, json: { type: 'boolean' } } satisfies Options;
@@ -47,8 +48,7 @@ export async function run(argv: string[]): Promise<number> {
 
 export function render(verdicts: ReplayVerdict[]): string {
   const rows = verdicts.map((v) => [v.error ? 'BREAKS' : 'ok', v.type, v.status, v.error ? `${v.workflowId}: ${v.error}` : v.workflowId]);
-  const widths = [0, 1, 2].map((i) => Math.max(0, ...rows.map((r) => r[i]!.length)));
-  const lines = rows.map((r) => r.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c)).join('  '));
+  const lines = rows.length ? table(rows).split('\n') : [];
   const broken = verdicts.filter((v) => v.error);
   const running = broken.filter((v) => v.status === 'running').length;
   const summary = !verdicts.length

@@ -13,7 +13,7 @@ import { UsageError } from '../errors.js';
 import { spawnDetached, startDevServer, waitForServer } from '../temporal/dev-server.js';
 import { codecKeyFromEnv } from '../temporal/codec-key.js';
 import { DEFAULT_CODEC_PORT } from '../temporal/codec-server.js';
-import { foreignWorkers, ownedWorkers, ownServerAlive, stopWorkers } from './owned-workers.js';
+import { foreignWorkers, ownedWorkers, ownServerAlive, sameAddress, stopWorkers } from './owned-workers.js';
 import { processStartTicks } from '../util/process-group.js';
 import { scanWorkers, STARTED_BY_ENV } from '../workers/worker-registry.js';
 import { projectRoot, stateDir, temporalBin } from '../util/paths.js';
@@ -101,12 +101,6 @@ export async function run(argv: string[]): Promise<number> {
   const hint = addressHint(current!.address, process.env.TEMPORAL_ADDRESS);
   if (hint) process.stdout.write(`${hint}\n`);
   return 0;
-}
-
-/** `localhost:7301` and `127.0.0.1:7301` name one server. */
-function sameAddress(a: string, b: string): boolean {
-  const norm = (x: string) => x.trim().replace(/^(localhost|\[::1\]|::1):/, '127.0.0.1:');
-  return norm(a) === norm(b);
 }
 
 /** Whether something listens on 127.0.0.1:port (a bind fails with EADDRINUSE). */

@@ -15,7 +15,6 @@ export type Package = (typeof PACKAGES)[number];
  * torch loads, the NVIDIA driver, and the GPUs' compute capability (`9.0` for Hopper).
  */
 export const SYSTEM_VERSIONS = ['cuda', 'cublasLt', 'driver', 'computeCapability'] as const;
-export type SystemVersion = (typeof SYSTEM_VERSIONS)[number];
 
 /** What can be pinned in `software.versions`. */
 export const PINNABLE = [...PACKAGES, ...SYSTEM_VERSIONS] as const;
@@ -26,7 +25,6 @@ export type Pinnable = (typeof PINNABLE)[number];
  * for the plan's checkpoints, the paths the step reads can be read.
  */
 export const OTHER_CHECKS = ['python', 'gpu', 'disk', 'paths'] as const;
-export type OtherCheck = (typeof OTHER_CHECKS)[number];
 
 /** Every check by name: what `software.skipChecks` may name. */
 export const CHECK_NAMES: readonly string[] = [...PINNABLE, ...OTHER_CHECKS, ...KNOWN_BAD.map((k) => k.id)];

@@ -109,7 +109,7 @@ export interface Installed {
 }
 
 /** Does one clause hold? null: it cannot be told (no version, no commit known). */
-export function clauseHolds(c: Clause, found: Installed): boolean | null {
+function clauseHolds(c: Clause, found: Installed): boolean | null {
   if (c.kind === 'commit') {
     const commits = (found.commits ?? []).map((x) => x.toLowerCase()).filter(Boolean);
     if (!commits.length) return null;

@@ -4,7 +4,7 @@
  * Cells carry `data-*` attributes naming the figure they show, so a test can compare them with the logs.
  */
 import { visible } from '../util/visible.js';
-import { shownWebhookUrl, WEBHOOK_URL_PATH } from '../plan/notify-spec.js';
+import { shownRecipeValue, WEBHOOK_URL_PATH } from '../plan/notify-spec.js';
 import { formatScore } from '../views/step-figures.js';
 import type { ChartSpec } from './line-chart.js';
 import { parityVerdict } from './parity.js';
@@ -121,7 +121,7 @@ function preflightWarnings(d: RunData): string {
 export function reportHtml(d: RunData, charts: RenderedChart[], generatedAt: string): string {
   const p = d.plan;
   // A webhook URL written in the recipe shows its host only: the page is shared, the URL's path holds the token.
-  const params = d.recipe ? flatten(d.recipe).map(([k, v]): [string, string] => [k, WEBHOOK_URL_PATH.test(k) ? JSON.stringify(shownWebhookUrl(JSON.parse(v))) : v]) : [];
+  const params = d.recipe ? flatten(d.recipe).map(([k, v]): [string, string] => [k, WEBHOOK_URL_PATH.test(k) ? JSON.stringify(shownRecipeValue(k, JSON.parse(v))) : v]) : [];
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>infir2 report: ${esc(p.runId)}</title>
 <meta name="viewport" content="width=device-width,initial-scale=1"><style>${CSS}</style></head>

@@ -2,10 +2,11 @@
  * The launcher's side of the protocol (src/launcher/infir2_launch.py): where it is, how a launch puts it in front
  * of a command, and the stop file through which a supervisor asks it, on every node, to stop its tree.
  */
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LAUNCHER_FILE, LAUNCHER_PYTHON_FLAGS } from '../plan/types.js';
+import { writeFileAtomic } from './atomic-write.js';
 
 /** The launcher, from the tree this module runs in (src/util/ under vitest, dist/util/ compiled). */
 export const LAUNCHER_PATH = fileURLToPath(new URL(`../../${LAUNCHER_FILE}`, import.meta.url));
@@ -20,9 +21,8 @@ export type StopRequest = { mode: 'stop'; allowanceSec: number } | { mode: 'kill
 
 /** Write a stop request whole (a launcher never reads half of one). Throws where the directory cannot take it. */
 export function writeStopRequest(file: string, req: StopRequest): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(req));
-  renameSync(tmp, file);
+  // The step's directory may be writable by others: an unguessable temp name, created exclusively.
+  writeFileAtomic(file, JSON.stringify(req));
 }
 
 export function removeStopFile(file: string): void {

@@ -8,6 +8,7 @@
  */
 import { closeSync, constants, fstatSync, openSync, readSync, writeSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import { euid } from './process-identity.js';
 
 const { O_RDONLY, O_WRONLY, O_RDWR, O_APPEND, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -22,8 +23,6 @@ export class UnsafeFileError extends Error {
     this.name = 'UnsafeFileError';
   }
 }
-
-const euid = (): number | null => process.geteuid?.() ?? null;
 
 /**
  * Why an opened file cannot be one of ours, or null. `owner`: the uid it must have (null: any); `oneLink`: a second

@@ -5,8 +5,8 @@
  * supervisor sends them SIGTERM), and exits.
  */
 import { Worker } from '@temporalio/worker';
-import { hostname } from 'node:os';
 import { createActivities, orchestratorActivities } from '../activities/index.js';
+import { workerIdentity } from '../activities/attempt.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
@@ -86,7 +86,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
   const { connection, namespace } = await connectWorker();
   const slots = opts.slots ?? Math.max(1, opts.gpus.length);
   const gpus = new GpuSlots(opts.gpus.length ? opts.gpus : []);
-  const serverTakes = completionProbe(connection, namespace, codec, `${process.pid}@${hostname()}`);
+  const serverTakes = completionProbe(connection, namespace, codec, workerIdentity());
   const activities = createActivities({ gpus, killGraceMs, keepAliveMs: opts.keepAliveMs ?? 2_000, serverTakes });
   const workers: Worker[] = [];
   if (opts.orchestrator) {
