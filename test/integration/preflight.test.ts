@@ -9,8 +9,8 @@
  * until space is freed, then trains. This project's own CPU environment passes, and a
  * warning travels to `status`, the step's result and the report.
  */
-import { execFile, execFileSync } from 'node:child_process';
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ import type { RunStatus } from '../../src/plan/contracts.js';
 import type { Plan } from '../../src/plan/types.js';
 import { poolTaskQueue } from '../../src/temporal/constants.js';
 import { bareVenv, megatronCheckout, NUMPY2_STANDIN } from '../fixtures/preflight-trees.js';
+import { fill, mountTmpfs, NO_MOUNT, umount } from './full-disk.js';
 import { onlyStepOf, POOL, ROOT, setupEnv, spawnWorker, startPlan, tmpRunDir, waitFor, type Env } from './harness.js';
 import { statusQuery } from '../../src/workflows/definitions.js';
 
@@ -114,21 +115,9 @@ describe('the preflight on a real worker', () => {
   it('names a full disk under the checkpoint root at once, then waits (storage) until space is freed, and trains', async (ctx) => {
     const plan = await tinyPlan('full', []);
     const root = join(plan.runDir, 'cpt');
-    mkdirSync(root, { recursive: true });
+    if (!mountTmpfs(root, '4m')) return ctx.skip(NO_MOUNT);
     try {
-      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', root], { stdio: 'ignore' });
-    } catch {
-      ctx.skip('cannot mount a tmpfs here (needs root): the full-disk case is not checked');
-    }
-    const filler = join(root, 'filler');
-    try {
-      const fd = openSync(filler, 'w');
-      try {
-        for (;;) writeSync(fd, Buffer.alloc(4096, 1));
-      } catch {
-        /* full */
-      }
-      closeSync(fd);
+      const filler = fill(root);
       const t0 = Date.now();
       const h = await startPlan(env, plan);
       const line = () => /\] preflight fail: (disk: .*)$/m.exec(existsSync(join(plan.runDir, 'logs', 'cpt.warmup.log')) ? stepLog(plan) : '')?.[1];
@@ -147,7 +136,7 @@ describe('the preflight on a real worker', () => {
       expect(st).toMatchObject({ status: 'completed', failures: { storage: expect.any(Number) } });
       expect(st.failures.config).toBeUndefined();
     } finally {
-      execFileSync('umount', ['-l', root], { stdio: 'ignore' });
+      umount(root);
     }
   }, 180_000);
 
