@@ -24,8 +24,9 @@ ranks = []
 for r in range(2):
     env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), TORCHELASTIC_RUN_ID="rdzv")
     ranks.append(subprocess.Popen([sys.executable, __file__.replace("agent.py", "rank.py"), out, str(r), "1" if ignore else "0"], env=env, start_new_session=True))
-with open(os.path.join(out, "agent.pid"), "w") as f:
+with open(os.path.join(out, "agent.pid.tmp"), "w") as f:
     f.write(str(os.getpid()))
+os.replace(os.path.join(out, "agent.pid.tmp"), os.path.join(out, "agent.pid"))
 codes = [p.wait() for p in ranks]
 sys.exit(max(codes))
 '''
@@ -33,11 +34,14 @@ sys.exit(max(codes))
 RANK = r'''
 import os, signal, subprocess, sys, time
 out, rank, ignore = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
-worker = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)"])
-with open(os.path.join(out, "rank%s.pids" % rank), "w") as f:
-    f.write("%d %d" % (os.getpid(), worker.pid))
+# The handler before the pids file that says the rank is up (Megatron installs its own before training): a stop
+# that arrives as soon as the file appears must find it.
 term = []
 signal.signal(signal.SIGTERM, (lambda s, f: None) if ignore else (lambda s, f: term.append(time.time())))
+worker = subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.05)"])
+with open(os.path.join(out, "rank%s.pids.tmp" % rank), "w") as f:  # whole when it appears
+    f.write("%d %d" % (os.getpid(), worker.pid))
+os.replace(os.path.join(out, "rank%s.pids.tmp" % rank), os.path.join(out, "rank%s.pids" % rank))
 while not term:
     time.sleep(0.05)
 time.sleep(0.3)  # the end of the iteration
@@ -82,7 +86,7 @@ def job(tmp_path):
         p = subprocess.Popen([sys.executable, LAUNCHER, *extra, "--", sys.executable, str(tmp_path / "agent.py"), str(tmp_path)],
                              cwd=str(tmp_path), env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
         procs.append(p)
-        wait_for("both ranks and their workers", lambda: all((tmp_path / ("rank%d.pids" % r)).exists() for r in range(2)))
+        wait_for("the agent, both ranks and their workers", lambda: (tmp_path / "agent.pid").exists() and all((tmp_path / ("rank%d.pids" % r)).exists() for r in range(2)))
         return p
 
     def pids():
