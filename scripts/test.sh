@@ -44,7 +44,8 @@ if ((cluster)); then
   # apt first and alone: setup.sh's packages are in place, the cluster's join them before anything else runs.
   bash scripts/setup-cluster.sh --packages || status=1
   # Then the builds (cached in ~/.cache/infir2 after the first time), then the tier's tests: beside the others.
-  start cluster bash -c 'nice -n 19 bash scripts/setup-cluster.sh && exec bash scripts/test-cluster.sh'
+  INFIR2_CLUSTER_REPORT="$logs/cluster.json" \
+    start cluster bash -c 'nice -n 19 bash scripts/setup-cluster.sh && exec bash scripts/test-cluster.sh'
 else
   echo "[test] cluster tier SKIPPED (INFIR2_SKIP_CLUSTER=1): make test-cluster runs it"
 fi
@@ -56,11 +57,18 @@ finish pytest
 
 echo "== vitest (unit, integration, e2e; started at $(since)) =="
 started[vitest]=$(date +%s)
-npx --no-install vitest run || status=1
+npx --no-install vitest run --reporter=default --reporter=json --outputFile.json="$logs/vitest.json" 2>&1 |
+  tee "$logs/vitest.log" || status=1
 took[vitest]=$(( $(date +%s) - ${started[vitest]} ))
 
 ((cluster)) && finish cluster
 summary="pytest ${took[pytest]}s, type check ${took[typecheck]}s, vitest ${took[vitest]}s"
 ((cluster)) && summary+=", cluster tier (set-up and tests, beside the others) ${took[cluster]}s"
+# What failed, last: CI shows only the tail of this output.
+if ((status)); then
+  reports=("pytest=$logs/pytest.log" "vitest=$logs/vitest.json")
+  ((cluster)) && reports+=("cluster=$logs/cluster.json")
+  node scripts/test-failures.mjs "${reports[@]}"
+fi
 echo "[test] $( ((status)) && echo FAILED || echo passed ) in $(since): $summary"
 exit $status
