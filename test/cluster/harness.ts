@@ -392,9 +392,8 @@ async function startCluster(
   timings.schema = secondsSince(t);
 
   // 3. The `temporal` service: `temporal-server start` (the image's entrypoint) with the compose environment.
-  const taken = new Set<number>();
   const ports: Record<string, string> = {};
-  for (const k of SERVER_PORT_VARS) ports[k] = String(await freeLowPort(taken, bindIp));
+  for (const k of SERVER_PORT_VARS) ports[k] = String(await freePort(bindIp));
   const composeServer = composeEnv('temporal');
   const serverEnv = containerEnv(
     {
@@ -525,30 +524,6 @@ async function startCluster(
     },
   };
   return env;
-}
-
-/**
- * A free TCP port on `host` in 10000–32767. Temporal records each service's membership port in a SQL
- * SMALLINT (cluster_membership.rpc_port): a port above 32767 (where the kernel's ephemeral range, and so
- * `freePort`, begins) makes the server exit at start with `UpsertClusterMembership … out of range for type
- * smallint`. The compose defaults (6933–6939) are well below it.
- */
-async function freeLowPort(taken: Set<number>, host: string): Promise<number> {
-  const { createServer } = await import('node:net');
-  for (let i = 0; i < 500; i += 1) {
-    const port = 10_000 + Math.floor(Math.random() * (32_768 - 10_000));
-    if (taken.has(port)) continue;
-    const free = await new Promise<boolean>((res) => {
-      const srv = createServer();
-      srv.once('error', () => res(false));
-      srv.listen(port, host, () => srv.close(() => res(true)));
-    });
-    if (free) {
-      taken.add(port);
-      return port;
-    }
-  }
-  throw new Error('no free port in 10000-32767');
 }
 
 async function portOpen(host: string, port: number): Promise<boolean> {

