@@ -216,11 +216,11 @@ async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: G
   const nodeLaunchers = step.nodeLaunchers === true;
   const allowanceSec = launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), killGraceMs);
   const spawned = launchedArgv(secrets.argv, nodeLaunchers, launcherPython(), allowanceSec);
-  const trainer = spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });
+  const trainer = await spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });
   const pid = trainer.pid;
   if (pid === undefined) {
-    const r = await trainer;
-    throw failure(a, 'config', `could not start ${spawned[0]}: ${r.message ?? 'spawn failed'}`);
+    const r = await trainer.exited;
+    throw failure(a, 'config', r.message ?? `could not start ${spawned[0]}`);
   }
   const tree = attemptTree(ids.launch, step.command.cwd, nodeLaunchers, pid);
   held.lock!.setTrainer(pid, tree, stopCommand(step, ids));

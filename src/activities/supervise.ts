@@ -17,6 +17,7 @@ import { parserFor } from '../engine-logs/progress-parsers.js';
 import { SAVE_ROOM_CHECK_MS, SaveRoom } from './save-room.js';
 import type { Pruner } from './retention-runner.js';
 import type { Trainer } from './trainer-process.js';
+import type { ProcessExit } from '../util/spawner.js';
 import { fixedStallSpec, newRhythm, observe, stallLimit } from './stall-policy.js';
 import { stopAllowanceMs } from './stop-allowance.js';
 import { launched, observeTime } from './time-ledger.js';
@@ -169,9 +170,9 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
     lock.touch();
   }, WATCHDOG_TICK_MS);
 
-  let result: Awaited<Trainer>;
+  let result: ProcessExit;
   try {
-    result = await trainer;
+    result = await trainer.exited;
   } finally {
     clearInterval(timer);
     ctx.cancellationSignal.removeEventListener('abort', onAbort);
@@ -192,6 +193,7 @@ export async function supervise(a: Attempt, trainer: Trainer, tree: AttemptTree,
   }
   await pruner?.idle();
   await signals.flush();
+  if (result.message) note(result.message);
   end.exitCode = typeof result.exitCode === 'number' ? result.exitCode : null;
   end.signal = result.signal ?? null;
   return end;
