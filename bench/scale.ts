@@ -85,6 +85,19 @@ function liveCpuSec(needle: string): number {
   return sum;
 }
 
+/** The trainers' CPU, s: reaped by the worker's spawn helper (util/spawner.ts), they count in its children's time. */
+function helperChildrenCpuSec(): number {
+  let sum = 0;
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number)) {
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('spawner-child')) sum += cpuSec(pid).children;
+    } catch {
+      /* gone */
+    }
+  }
+  return sum;
+}
+
 /** Every execution of the workflows under `prefix`: events and bytes, and how many continued as new. */
 async function histories(env: Tier, prefix: string): Promise<{ id: string; events: number; bytes: number; continued: number }[]> {
   const byId = new Map<string, { id: string; events: number; bytes: number; continued: number }>();
@@ -158,6 +171,52 @@ function mostAtOnce(intervals: [number, number][]): number {
   return most;
 }
 
+/** An event's time, s (the server's clock). */
+const evSec = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(e.eventTime?.seconds ?? 0) + (e.eventTime?.nanos ?? 0) / 1e9;
+type HistoryEvent = Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events'] extends (infer E)[] | null | undefined ? E : never;
+
+/**
+ * The dispatch part of a hand-off, from the workflows' histories (the server's timestamps): the runStep activity
+ * of step k-1 completed → its stage closed → the run workflow saw it → started step k's stage → that stage
+ * scheduled its runStep → a worker took it. And every workflow task of those workflows: its wait in the queue
+ * (scheduled → started: pollers, the worker's slots) and its run on the worker (started → completed).
+ */
+async function dispatchParts(client: Client, runIds: string[], steps: number) {
+  const parts = { 'activity done → stage closed': [] as number[], 'stage closed → run saw it': [] as number[], 'run saw it → next stage started': [] as number[], 'stage started → activity scheduled': [] as number[], 'activity scheduled → taken': [] as number[] };
+  const wtWait: number[] = [];
+  const wtRun: number[] = [];
+  const events = async (id: string) => (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+  const taskTimes = (evs: HistoryEvent[]) => {
+    let scheduled = 0;
+    let started = 0;
+    for (const e of evs) {
+      if (e.workflowTaskScheduledEventAttributes) scheduled = evSec(e);
+      if (e.workflowTaskStartedEventAttributes) wtWait.push((started = evSec(e)) - scheduled);
+      if (e.workflowTaskCompletedEventAttributes) wtRun.push(evSec(e) - started);
+    }
+  };
+  for (const runId of runIds) {
+    const run = await events(runId);
+    taskTimes(run);
+    const stages = await Promise.all(Array.from({ length: steps }, (_, k) => events(stepWorkflowId(runId, `step.${k}`))));
+    stages.forEach(taskTimes);
+    for (let k = 1; k < steps; k++) {
+      const prev = stages[k - 1]!;
+      const next = stages[k]!;
+      const done = prev.filter((e) => e.activityTaskCompletedEventAttributes).map(evSec).at(-1)!;
+      const closed = evSec(prev.find((e) => e.workflowExecutionCompletedEventAttributes)!);
+      const saw = evSec(run.find((e) => e.childWorkflowExecutionCompletedEventAttributes?.workflowExecution?.workflowId === stepWorkflowId(runId, `step.${k - 1}`))!);
+      const started = evSec(next[0]!);
+      const scheduledEv = next.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'runStep')!;
+      const scheduled = evSec(scheduledEv);
+      const taken = evSec(next.find((e) => e.activityTaskStartedEventAttributes && String(e.activityTaskStartedEventAttributes.scheduledEventId) === String(scheduledEv.eventId))!);
+      const vals = [closed - done, saw - closed, started - saw, scheduled - started, taken - scheduled];
+      Object.values(parts).forEach((xs, i) => xs.push(vals[i]!));
+    }
+  }
+  return { parts, wtWait, wtRun };
+}
+
 async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
   const env = await tier(`scale-${n}`, cluster);
   try {
@@ -169,7 +228,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
       const runDir = tmpRunDir(env, `r${i}`);
       return fakePlan(runDir, `r${i}`, Array.from({ length: stepsPerRun }, (_, k) => fakeStep({ id: `step.${k}`, runDir, iters, sleep: sleepSec, saveInterval: 10, dependsOn: k ? [`step.${k - 1}`] : [] })));
     });
-    const cpu0 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid) };
+    const cpu0 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid), trainers: helperChildrenCpuSec() };
     const t0 = Date.now();
     const handles = await Promise.all(plans.map((p) => startPlan(env, p, { heartbeatTimeoutSec: 60 })));
     let finished = 0;
@@ -193,7 +252,7 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     }
     const settled = await results;
     const wall = (Date.now() - t0) / 1000;
-    const cpu1 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid) };
+    const cpu1 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid), trainers: helperChildrenCpuSec() };
     // Renderers still alive (idle) are not in the worker's children's time yet.
     const renderers = liveCpuSec('report-process');
     const failures = settled.filter((r) => r.status === 'rejected').length;
@@ -238,11 +297,18 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     console.log(`  most trainers at once: ${mostAtOnce(intervals)}`);
     console.log(`  hand-off gap (last iteration → next step's first iteration, less one iteration): p50 ${pct(gaps, 50).toFixed(2)} s, p95 ${pct(gaps, 95).toFixed(2)} s`);
     for (const [what, xs] of Object.entries(parts)) console.log(`    ${what}: p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`);
+    try {
+      const d = await dispatchParts(env.client, handles.map((h) => h.workflowId), stepsPerRun);
+      console.log(`    dispatch, from the histories: ${Object.entries(d.parts).map(([what, xs]) => `${what} p50 ${pct(xs, 50).toFixed(2)} / p95 ${pct(xs, 95).toFixed(2)} s`).join('; ')}`);
+      console.log(`    workflow tasks (${d.wtRun.length}): queued p50 ${pct(d.wtWait, 50).toFixed(3)} / p95 ${pct(d.wtWait, 95).toFixed(3)} s, on the worker p50 ${pct(d.wtRun, 50).toFixed(3)} / p95 ${pct(d.wtRun, 95).toFixed(3)} s`);
+    } catch (err) {
+      console.log(`    dispatch from the histories: not read (${(err as Error).message})`);
+    }
     console.log(`    by hand-off: ${byHandoff.map((xs, k) => `step ${k} → ${k + 1} p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`).join('; ')}`);
     console.log(`  status (resolve + read, in process; ${statusTimes.length} reads): p50 ${pct(statusTimes, 50).toFixed(3)} s, p95 ${pct(statusTimes, 95).toFixed(3)} s; the CLI after the runs (a fresh node each time): ${cli.map((x) => x.toFixed(2)).join(', ')} s`);
     console.log(`  peak RSS: worker ${mb(peakWorker)}, server ${mb(peakServer)}`);
     const per = (a: number, b: number) => ((b - a) / steps).toFixed(3);
-    console.log(`  CPU per step: worker ${per(cpu0.worker.self, cpu1.worker.self)} s, server ${per(cpu0.server.self, cpu1.server.self)} s; the worker's children: trainers and exited report renderers ${per(cpu0.worker.children, cpu1.worker.children)} s, live report renderers ${(renderers / steps).toFixed(3)} s`);
+    console.log(`  CPU per step: worker ${per(cpu0.worker.self, cpu1.worker.self)} s, server ${per(cpu0.server.self, cpu1.server.self)} s; the trainers (launcher and fake trainer) ${per(cpu0.trainers, cpu1.trainers)} s; the worker's children (exited report renderers; trainers too with INFIR2_SPAWN_HELPER=0) ${per(cpu0.worker.children, cpu1.worker.children)} s, live report renderers ${(renderers / steps).toFixed(3)} s`);
   } finally {
     await env.teardown();
   }

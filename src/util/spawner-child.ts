@@ -22,5 +22,8 @@ process.on('message', (req: HelperRequest) => {
     exited: (code, signal) => send({ id: req.id, kind: 'exited', code, signal }),
   });
 });
-// The worker is gone (or closed the channel): nothing can read an answer any more.
+// The worker is gone (or closed the channel): nothing can read an answer any more. That, and SIGKILL, are the
+// only ends: a terminal's ^C or a hang-up reaches the worker's whole process group, and a helper that died of it
+// would lose the exit status of every trainer the worker is stopping gracefully in that very moment.
 process.on('disconnect', () => process.exit(0));
+for (const sig of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.on(sig, () => undefined);

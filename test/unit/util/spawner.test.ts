@@ -27,7 +27,7 @@ const alive = (pid: number) => {
 };
 
 const spawners = { helper: new Spawner(true), 'this process': new Spawner(false) };
-afterAll(() => spawners.helper.helper?.kill());
+afterAll(() => spawners.helper.helper?.disconnect());
 
 describe.each(Object.entries(spawners))('a process started by %s', (_, spawner) => {
   const sh = (script: string, env: Record<string, string> = {}) => spawner.spawn('sh', ['-c', script], { cwd: '/tmp', env });
@@ -117,6 +117,6 @@ describe('the spawn helper', () => {
     void text(q);
     expect(await q.exited).toEqual({ exitCode: 0 });
     expect(spawner.helper).not.toBe(first);
-    spawner.helper?.kill();
+    spawner.helper?.disconnect();
   });
 });
