@@ -50,16 +50,18 @@ async function longestTaskMs(workflowId: string): Promise<number> {
 
 describe('workflow isolation', () => {
   it('an activation longer than the default isolate timeout completes, and the worker serves the others meanwhile', async () => {
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue: 'isolation', workflowsPath: FIXTURE, ...WORKFLOW_WORKER_TUNING });
     // The loop is sized by a measurement of this machine, which a busy neighbour can make too short (a run took
     // 3.4 s): the activation's real length is read from the server's history, and a short one is run again, longer.
     let spins = spinsFor(ACTIVATION_MS);
     let longest = 0;
     for (let round = 0; round < 3 && longest <= ACTIVATION_FLOOR_MS; round++, spins *= 2) {
       const id = `slow-${Date.now()}`;
+      // A worker runs once: each round has its own (and its own queue, so no round's sticky cache meets another's).
+      const taskQueue = `isolation-${round}`;
+      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: FIXTURE, ...WORKFLOW_WORKER_TUNING });
       const [slow, quick] = await worker.runUntil(async () => {
-        const s = await env.client.workflow.start('slowActivation', { taskQueue: 'isolation', workflowId: id, args: [spins], workflowTaskTimeout: '120s' });
-        const q = await env.client.workflow.start('quick', { taskQueue: 'isolation', workflowId: `quick-${Date.now()}` });
+        const s = await env.client.workflow.start('slowActivation', { taskQueue, workflowId: id, args: [spins], workflowTaskTimeout: '120s' });
+        const q = await env.client.workflow.start('quick', { taskQueue, workflowId: `quick-${Date.now()}` });
         return Promise.all([s.result(), q.result()]);
       });
       expect(typeof slow).toBe('number');
