@@ -18,7 +18,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-write.js';
-import { DEFAULT_KILL_GRACE_MS, processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
+import { DEFAULT_KILL_GRACE_MS, pidAlive, processStartTicks, terminateGroup, trainerGroupAlive } from '../util/process-group.js';
 import { ask, AttemptStop, attemptAlive, type AttemptTree } from './attempt-tree.js';
 import { euid } from '../util/process-identity.js';
 import { readFileSafe } from '../util/safe-fs.js';
@@ -192,15 +192,6 @@ function mtimeMs(file: string): number {
     return lstatSync(file).mtimeMs;
   } catch {
     return 0;
-  }
-}
-
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

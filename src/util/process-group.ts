@@ -64,6 +64,16 @@ export function groupMembers(pgid: number): number[] {
   return members;
 }
 
+/** Whether `pid` exists and this process may signal it (a zombie counts). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function groupAlive(pgid: number): boolean {
   return groupMembers(pgid).length > 0;
 }

@@ -25,6 +25,7 @@ import { dirname, join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { HelperAnswer, HelperRequest } from './spawner-child.js';
+import { pidAlive } from './process-group.js';
 import { spawnWithSocketOutput, type SpawnEvents } from './spawn-output.js';
 
 /** How a spawned process ended; `message` when it never started, or its exit status was lost. */
@@ -115,13 +116,10 @@ class Launch {
     if (this.exit) return;
     const pid = this.pid;
     const poll = setInterval(() => {
-      try {
-        process.kill(pid, 0);
-      } catch {
-        clearInterval(poll);
-        this.exit = { message: `the exit status of the trainer (its launcher) was lost: ${why}` };
-        this.settle();
-      }
+      if (pidAlive(pid)) return;
+      clearInterval(poll);
+      this.exit = { message: `the exit status of the trainer (its launcher) was lost: ${why}` };
+      this.settle();
     }, ORPHAN_POLL_MS);
   }
 

@@ -13,6 +13,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pidAlive } from '../../src/util/process-group.js';
 
 export interface WorkerHost {
   name: string;
@@ -48,21 +49,13 @@ function ip(args: string[]): void {
   if (r.status !== 0) throw new Error(`ip ${args.join(' ')}: ${(r.stderr || r.error?.message || '').trim()}`);
 }
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 /** Namespaces a test process that has died left behind (named `infir2t-<pid>-<i>`). */
 function sweepStale(): void {
   const r = spawnSync('ip', ['netns', 'list'], { encoding: 'utf8' });
   for (const line of (r.stdout ?? '').split('\n')) {
     const m = /^(infir2t-(\d+)-\d+)\b/.exec(line);
-    if (m && !alive(Number(m[2]))) spawnSync('ip', ['netns', 'del', m[1]!]);
+    if (m && !pidAlive(Number(m[2]))) spawnSync('ip', ['netns', 'del', m[1]!]);
   }
 }
 

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
+import { pidAlive } from '../../../src/util/process-group.js';
 import { Spawner, type SpawnedProcess } from '../../../src/util/spawner.js';
 
 const text = (p: SpawnedProcess) =>
@@ -17,14 +18,6 @@ const text = (p: SpawnedProcess) =>
   });
 /** Field 6 of /proc/<pid>/stat: the session id. */
 const sessionOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[3]);
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 const spawners = { helper: new Spawner(true), 'this process': new Spawner(false) };
 afterAll(() => spawners.helper.helper?.disconnect());
@@ -64,7 +57,7 @@ describe.each(Object.entries(spawners))('a process started by %s', (_, spawner) 
     const p = await spawner.spawn('python3', ['-c', 'import sys\nfor i in range(131072): sys.stdout.write("%063d\\n" % i)'], { cwd: '/tmp', env: {} });
     p.all.pause();
     await new Promise((r) => setTimeout(r, 700));
-    expect(alive(p.pid!)).toBe(true);
+    expect(pidAlive(p.pid!)).toBe(true);
     const reading = text(p);
     p.all.resume(); // a stream paused by hand stays paused when a reader comes
     const out = await reading;
@@ -109,10 +102,10 @@ describe('the spawn helper', () => {
     const first = spawner.helper!;
     first.kill('SIGKILL');
     await new Promise((r) => first.once('exit', r));
-    expect(alive(p.pid!)).toBe(true);
+    expect(pidAlive(p.pid!)).toBe(true);
     const end = await p.exited;
     expect(end.message).toMatch(/exit status .* was lost: the spawn helper exited \(SIGKILL\)/);
-    expect(alive(p.pid!)).toBe(false);
+    expect(pidAlive(p.pid!)).toBe(false);
     const q = await spawner.spawn('true', [], { cwd: '/tmp', env: {} });
     void text(q);
     expect(await q.exited).toEqual({ exitCode: 0 });
