@@ -43,10 +43,10 @@ import { preflightPhase } from './preflight-phase.js';
 import { Pruner } from './retention-runner.js';
 import { watchSchedulerJob } from './scheduler-job.js';
 import { supervise, type AttemptEnd } from './supervise.js';
-import { attemptTree, forgetStopFile, launchedArgv } from './attempt-tree.js';
+import { attemptTree, forgetStopFile, killAttempt, launchedArgv } from './attempt-tree.js';
 import { fixedStallSpec } from './stall-policy.js';
 import { launchAllowanceSec } from './stop-allowance.js';
-import { launchArgv, launcherPython, runStopCommand, spawnTrainer, stopCommand, trainerEnv } from './trainer-process.js';
+import { launchArgv, launcherPython, runStopCommand, spawnTrainer, stopCommand, trainerEnv, type Trainer } from './trainer-process.js';
 
 export type { RunStepInput } from './attempt.js';
 
@@ -216,7 +216,15 @@ async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: G
   const nodeLaunchers = step.nodeLaunchers === true;
   const allowanceSec = launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), killGraceMs);
   const spawned = launchedArgv(secrets.argv, nodeLaunchers, launcherPython(), allowanceSec);
-  const trainer = await spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });
+  let trainer: Trainer;
+  try {
+    trainer = await spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });
+  } catch (err) {
+    // The spawn helper died between starting the launcher and saying so: what it started carries this launch's
+    // token, and nothing of an attempt that never began may train on beside the next one.
+    await killAttempt(attemptTree(ids.launch, step.command.cwd, nodeLaunchers, null));
+    throw err;
+  }
   const pid = trainer.pid;
   if (pid === undefined) {
     const r = await trainer.exited;

@@ -24,8 +24,10 @@ export interface SpawnRequest {
 
 export interface SpawnEvents {
   spawned(pid: number): void;
-  /** It could not start (no such file, a bad cwd), or the reader's socket could not be reached. */
+  /** It could not start (no such file, a bad cwd): the command's fault. */
   failed(message: string): void;
+  /** The reader's socket could not be reached: nothing was started, and the fault is this host's, not the command's. */
+  unreachable(message: string): void;
   exited(code: number | null, signal: NodeJS.Signals | null): void;
 }
 
@@ -33,7 +35,7 @@ export function spawnWithSocketOutput(req: SpawnRequest, on: SpawnEvents): void 
   const sock = createConnection(req.socketPath);
   let started = false;
   sock.on('error', (err) => {
-    if (!started) on.failed(`the worker's output socket: ${err.message}`);
+    if (!started) on.unreachable(`the worker's output socket: ${err.message}`);
     sock.destroy();
   });
   sock.on('connect', () => {

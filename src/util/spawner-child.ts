@@ -10,7 +10,7 @@ import { spawnWithSocketOutput, type SpawnRequest } from './spawn-output.js';
 export type HelperRequest = SpawnRequest & { id: number };
 export type HelperAnswer =
   | { id: number; kind: 'spawned'; pid: number }
-  | { id: number; kind: 'failed'; message: string }
+  | { id: number; kind: 'failed' | 'unreachable'; message: string }
   | { id: number; kind: 'exited'; code: number | null; signal: NodeJS.Signals | null };
 
 const send = (a: HelperAnswer) => process.send?.(a);
@@ -19,6 +19,7 @@ process.on('message', (req: HelperRequest) => {
   spawnWithSocketOutput(req, {
     spawned: (pid) => send({ id: req.id, kind: 'spawned', pid }),
     failed: (message) => send({ id: req.id, kind: 'failed', message }),
+    unreachable: (message) => send({ id: req.id, kind: 'unreachable', message }),
     exited: (code, signal) => send({ id: req.id, kind: 'exited', code, signal }),
   });
 });

@@ -88,6 +88,7 @@ class Launch {
       this.exit = { message };
       this.settle();
     },
+    unreachable: (message) => this.lose(`could not start a trainer: ${message}`),
     exited: (code, signal) => {
       this.exit = { ...(code !== null ? { exitCode: code } : {}), ...(signal ? { signal } : {}) };
       if (this.outputClosed) this.settle();
@@ -105,14 +106,16 @@ class Launch {
     sock.pipe(this.all);
   }
 
+  /** It did not start, for a reason of this host's (not the command's): the launch fails as an error. */
+  private lose(message: string): void {
+    this.rejectStarted(new Error(message));
+    this.all.end();
+    this.forget(this);
+  }
+
   /** Its helper died before saying whether it started: it is not known to run, so nothing is assumed. */
   abandon(why: string): void {
-    if (this.pid === undefined) {
-      this.rejectStarted(new Error(`the trainer's launch was lost: ${why}`));
-      this.all.end();
-      this.forget(this);
-      return;
-    }
+    if (this.pid === undefined) return this.lose(`the trainer's launch was lost: ${why}`);
     if (this.exit) return;
     const pid = this.pid;
     const poll = setInterval(() => {
@@ -215,8 +218,8 @@ export class Spawner {
       const launch = this.live.get(a.id);
       if (!launch) return;
       if (a.kind === 'spawned') launch.events.spawned(a.pid);
-      else if (a.kind === 'failed') launch.events.failed(a.message);
-      else launch.events.exited(a.code, a.signal);
+      else if (a.kind === 'exited') launch.events.exited(a.code, a.signal);
+      else launch.events[a.kind](a.message);
     });
     const gone = (why: string) => {
       if (this.helper !== child) return;
