@@ -7,7 +7,10 @@
  * worker's main thread in ChildProcess.spawn for 300 launches, and 100 runs handing over at once queued behind
  * one another's forks. The helper (spawner-child.ts) is forked once and stays small.
  *
- * How: this process listens on a Unix socket in a directory only its user may enter. For each launch the helper
+ * How: this process listens on an abstract Unix socket (Linux; a random name, nothing on disk, so a worker killed
+ * with SIGKILL leaves nothing behind: a socket file in a private directory did, once per worker). Any local process
+ * could connect to it, so a connection is used only when its first line is a live launch's token, 128 random bits
+ * that only this process and the helper know; anything else is closed unread. For each launch the helper
  * connects, writes the launch's random token on a line, and gives the connection to the child as its stdout and
  * stderr (spawn-output.ts); its pid and exit come back on the IPC channel. Output thus reaches this process as it
  * did through a pipe: interleaved, with backpressure, ending when every holder has closed it.
@@ -18,9 +21,8 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
@@ -167,12 +169,10 @@ export class Spawner {
     this.hold();
   }
 
-  /** The socket the output connects to, in a fresh directory of mode 0700 (mkdtemp), removed when this exits. */
+  /** The socket the output connects to: abstract (a leading NUL), under a name no other worker picks. */
   private listen(): Promise<string> {
     this.server ??= new Promise((resolve, reject) => {
-      const dir = mkdtempSync(join(tmpdir().length < 60 ? tmpdir() : '/tmp', 'infir2-spawn-'));
-      process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-      const path = join(dir, 'output.sock');
+      const path = `\0infir2-spawn-${process.pid}-${randomBytes(12).toString('hex')}`;
       const server: Server = createServer((sock) => this.accept(sock));
       server.once('error', reject);
       server.listen(path, () => resolve(path));

@@ -4,7 +4,7 @@
  * clear reason when it cannot start), from the helper and from this process alike; a helper that dies loses no
  * trainer, only its exit status, and says so.
  */
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { pidAlive } from '../../../src/util/process-group.js';
@@ -97,9 +97,9 @@ describe('the spawn helper', () => {
 
   it('a socket the helper cannot reach fails the launch as an error of this host, not as a bad command', async () => {
     const spawner = new Spawner(true);
-    void text(await spawner.spawn('true', [], { cwd: '/tmp', env: {} }));
-    rmSync(await (spawner as unknown as { server: Promise<string> }).server);
-    await expect(spawner.spawn('true', [], { cwd: '/tmp', env: {} })).rejects.toThrow(/could not start a trainer: the worker's output socket: .*ENOENT/);
+    // Where nobody listens (the spawner's own socket cannot be removed: it is abstract).
+    (spawner as unknown as { server: Promise<string> }).server = Promise.resolve(`\0infir2-nobody-${process.pid}`);
+    await expect(spawner.spawn('true', [], { cwd: '/tmp', env: {} })).rejects.toThrow(/could not start a trainer: the worker's output socket: .*ECONNREFUSED/);
     spawner.helper?.disconnect();
   });
 
