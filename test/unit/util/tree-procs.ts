@@ -30,9 +30,10 @@ RANK = '''
 import os, signal, subprocess, sys, time
 d, r = sys.argv[1], sys.argv[2]
 w = subprocess.Popen([sys.executable, "-c", "import time\\\\nwhile True: time.sleep(0.05)"])
-print(os.getpid(), w.pid, flush=True)
+# The handler before the line that says this rank is up: a stop may come the moment the test has read it.
 term = []
 signal.signal(signal.SIGTERM, lambda s, f: term.append(1))
+print(os.getpid(), w.pid, flush=True)
 while not term: time.sleep(0.05)
 time.sleep(0.3)
 if w.poll() is None: open(os.path.join(d, "saved" + r), "w").write("1")
