@@ -9,11 +9,11 @@
  * 1 GB (issue 33). A renderer takes job after job, and one is kept warm while steps start on the worker.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeScript } from '../util/node-script.js';
 import type { RunStatus } from '../plan/contracts.js';
 
 export interface RunReportInput {
@@ -39,11 +39,10 @@ const REPORT_NICENESS = 10;
  */
 export const RENDERER_IDLE_MS = 10 * 60_000;
 
-/** The renderer: compiled (dist/) it runs as it is; from source (tests, tsx), through tsx. */
+/** The renderer's node arguments (report/report-process). */
 function rendererArgs(): string[] {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const js = join(here, '..', 'report', 'report-process.js');
-  return existsSync(js) ? [js] : ['--import', 'tsx', join(here, '..', 'report', 'report-process.ts')];
+  const { script, execArgv } = nodeScript(join(dirname(fileURLToPath(import.meta.url)), '..', 'report'), 'report-process');
+  return [...execArgv, script];
 }
 
 interface Renderer {

@@ -21,12 +21,12 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { HelperAnswer, HelperRequest } from './spawner-child.js';
+import { nodeScript } from './node-script.js';
 import { pidAlive } from './process-group.js';
 import { spawnWithSocketOutput, type SpawnEvents } from './spawn-output.js';
 
@@ -207,7 +207,7 @@ export class Spawner {
     if (this.helper) return this.helper;
     if (!this.useHelper || this.helperStarts >= MAX_HELPER_STARTS) return null;
     this.helperStarts++;
-    const { script, execArgv } = helperScript();
+    const { script, execArgv } = nodeScript(dirname(fileURLToPath(import.meta.url)), 'spawner-child');
     let child: ChildProcess;
     try {
       child = fork(script, [], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'], execArgv, serialization: 'json' });
@@ -239,13 +239,6 @@ export class Spawner {
     const busy = this.live.size > 0;
     for (const x of [h, h.channel as { ref?(): void; unref?(): void } | undefined]) (busy ? x?.ref : x?.unref)?.call(x);
   }
-}
-
-/** The helper: compiled (dist/) it runs as it is; from source (tests, tsx), through tsx. */
-function helperScript(): { script: string; execArgv: string[] } {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const js = join(here, 'spawner-child.js');
-  return existsSync(js) ? { script: js, execArgv: [] } : { script: join(here, 'spawner-child.ts'), execArgv: ['--import', 'tsx'] };
 }
 
 const spawner = new Spawner();
