@@ -215,11 +215,12 @@ class Stop:
         self.deadline = self.started + allowance_s
         self.rest_grace_s = rest_grace_s
         self.rest_deadline = None
+        self.settle_until = None
         self.kill = False
         self.termed = set()
         self.why = why
 
-    def step(self, me):
+    def step(self, me, command_running):
         """One pass; True once nothing of the tree is left."""
         table = proc_table()
         desc = descendants(me, table)
@@ -240,6 +241,14 @@ class Stop:
             alive = [p for p in self.termed if p in desc]
             if alive and now <= self.deadline:
                 return False
+            if not alive and command_running and self.termed:
+                # The mains have saved and exited; torchrun notices at its next monitor pass (0.1 s in torch >= 2.2,
+                # 5 s in 1.13) and exits with their code. A SIGTERM before that makes it raise SignalException and
+                # exit 1, and a stop the trainer honoured would read as a crash: it gets --rest-grace to end alone.
+                if self.settle_until is None:
+                    self.settle_until = now + self.rest_grace_s
+                if now < self.settle_until:
+                    return False
             if alive:
                 say("%d of them still running after %.0f s: stopping everything" % (len(alive), now - self.started))
             else:
@@ -310,7 +319,7 @@ def main(argv):
             if not descendants(me):
                 break
             stop = Stop(args.stop_allowance, args.rest_grace, "the command ended, leaving processes")
-        if stop is not None and stop.step(me) and status is not None:
+        if stop is not None and stop.step(me, status is None) and status is not None:
             break
         nap(wake)
 

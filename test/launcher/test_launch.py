@@ -27,6 +27,13 @@ for r in range(2):
 with open(os.path.join(out, "agent.pid.tmp"), "w") as f:
     f.write(str(os.getpid()))
 os.replace(os.path.join(out, "agent.pid.tmp"), os.path.join(out, "agent.pid"))
+monitor = float(os.environ.get("AGENT_MONITOR", "0"))
+if monitor:
+    # torchrun's agent: it looks at its ranks every monitor interval, and a SIGTERM makes it raise SignalException
+    # (exit 1) whatever its ranks did.
+    signal.signal(signal.SIGTERM, lambda s, f: sys.exit(1))
+    while any(p.poll() is None for p in ranks):
+        time.sleep(monitor)
 codes = [p.wait() for p in ranks]
 sys.exit(max(codes))
 '''
@@ -117,6 +124,18 @@ def test_a_graceful_stop_reaches_the_rank_mains_only_and_they_save(job):
     assert "DataLoader worker" not in out
     assert out.count("[exiting program after receiving SIGTERM.]") == 2
     assert "stop requested: SIGTERM to processes" in out
+    assert [pid for pid in pids() if alive(pid)] == []
+
+
+def test_an_agent_that_notices_its_ranks_late_ends_with_their_code_not_the_stops(job):
+    """torchrun exits 1 if SIGTERMed before its monitor pass sees the saved ranks gone: a stop they honoured must
+    not read as a crash, so the agent gets --rest-grace to end alone."""
+    start, d, pids = job
+    p = start(env={"AGENT_MONITOR": "0.5"})
+    stop_file(d, {"mode": "stop", "allowanceSec": 30})
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 0, out
+    assert out.count("[exiting program after receiving SIGTERM.]") == 2
     assert [pid for pid in pids() if alive(pid)] == []
 
 
