@@ -197,8 +197,10 @@ def run_scenario(name, o, step, resume_from):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
+    result["newerPartialSaves"] = partial_saves(o.ckpt, saved)
     if name == "kill":
-        ok = rc is not None and not left and saved == resume_from_save(o, result)
+        # A hang's kill keeps the newest complete save, whatever save it cut short: the tracker names a whole one.
+        ok = rc is not None and not left and saved is not None and saved >= (resume_from or 0) and complete(o.ckpt, saved)
     else:
         ok = rc is not None and not left and result["iterationsLost"] == 0 and result["exitLine"]
     result["ok"] = bool(ok and result["resumedAtSaved"])
@@ -211,12 +213,20 @@ def run_scenario(name, o, step, resume_from):
     return result
 
 
-def resume_from_save(o, result):
-    # A kill keeps the newest save made before it: the last multiple of the save interval computed, or the
-    # iteration it resumed from if no interval was crossed.
-    last = result["lastIterationPrinted"] or 0
-    interval_save = last - last % o.save_interval
-    return max(interval_save, result["resumedFrom"] or 0)
+def complete(ckpt, iteration):
+    """A torch_dist save Megatron finished: its directory holds the metadata it writes last (real-engines.md)."""
+    d = os.path.join(ckpt, "iter_%07d" % iteration)
+    return os.path.isfile(os.path.join(d, ".metadata")) and os.path.isfile(os.path.join(d, "metadata.json"))
+
+
+def partial_saves(ckpt, saved):
+    """Save directories newer than the one the tracker names: a save a kill cut short (the product prunes them)."""
+    try:
+        names = os.listdir(ckpt)
+    except OSError:
+        return []
+    its = [int(n[5:]) for n in names if n.startswith("iter_") and n[5:].isdigit()]
+    return sorted(i for i in its if saved is None or i > saved)
 
 
 def write_stop(path, req):
@@ -266,7 +276,7 @@ class Options:
                      "--micro-batch-size", "4", "--global-batch-size", str(8 * self.nproc),
                      "--lr", "1e-4", "--min-lr", "1e-5", "--lr-decay-style", "cosine", "--lr-warmup-iters", "2",
                      "--bf16", "--transformer-impl", "local", "--mock-data", "--tokenizer-type", "NullTokenizer",
-                     "--vocab-size", "1024", "--eval-interval", "100000", "--eval-iters", "1",
+                     "--vocab-size", "8192", "--eval-interval", "100000", "--eval-iters", "1",
                      "--ckpt-format", "torch_dist", "--no-gradient-accumulation-fusion",
                      "--no-masked-softmax-fusion", "--no-bias-gelu-fusion", "--no-bias-dropout-fusion",
                      "--no-persist-layer-norm", "--distributed-timeout-minutes", "5"]
