@@ -215,7 +215,7 @@ async function launch(a: Attempt, held: Held, resumeFrom: number | null, gpus: G
   const secrets = resolveSecrets(step, argv);
   const nodeLaunchers = step.nodeLaunchers === true;
   const allowanceSec = launchAllowanceSec(step.stall ?? fixedStallSpec(step.stallTimeoutSec), killGraceMs);
-  const spawned = launchedArgv(secrets.argv, nodeLaunchers, launcherPython(), allowanceSec);
+  const spawned = launchedArgv(secrets.argv, nodeLaunchers, await launcherPython(), allowanceSec);
   let trainer: Trainer;
   try {
     trainer = await spawnTrainer(spawned, step.command.cwd, { ...trainerEnv(step, input.runId, ids, held.gpuIds), ...secrets.env });

@@ -4,8 +4,10 @@
  * launcher, started by the worker's spawn helper), and the stop command that ends work it handed elsewhere (a Ray job).
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
 import { execa } from 'execa';
-import { spawnDetached, type SpawnedProcess } from '../util/spawner.js';
+import { spawnDetached, warmSpawner, type SpawnedProcess } from '../util/spawner.js';
 import { LAUNCH_ENV } from '../util/process-tree.js';
 import type { PlanStep } from '../plan/types.js';
 import type { StopCommand } from './lock.js';
@@ -72,9 +74,35 @@ export function spawnTrainer(argv: string[], cwd: string, env: Record<string, st
   return spawnDetached(file!, args, { cwd, env });
 }
 
-/** The Python that runs the launcher on this worker (standard library only): INFIR2_LAUNCHER_PYTHON, else python3. */
-export function launcherPython(): string {
-  return process.env.INFIR2_LAUNCHER_PYTHON || 'python3';
+let resolvedPython: Promise<string> | null = null;
+
+/**
+ * The Python that runs the launcher on this worker (standard library only): INFIR2_LAUNCHER_PYTHON, else the
+ * interpreter that `python3` on the worker's PATH turns out to be, asked once. A version manager's shim (pyenv,
+ * asdf) is a shell script that finds the interpreter anew on every start: in front of every step's launch it cost
+ * 0.15 s against 0.05 s for the interpreter itself (launcher + `python3 -c pass`, this machine's pyenv). Where the
+ * question fails, plain `python3`, and the launch says what is wrong with it.
+ */
+export function launcherPython(): Promise<string> {
+  const set = process.env.INFIR2_LAUNCHER_PYTHON;
+  if (set) return Promise.resolve(set);
+  resolvedPython ??= execa('python3', ['-I', '-S', '-c', 'import sys; print(sys.executable)'], { timeout: 10_000, reject: false }).then(
+    (r) => {
+      const exe = r.exitCode === 0 ? r.stdout.trim() : '';
+      return isAbsolute(exe) && existsSync(exe) ? exe : 'python3';
+    },
+    () => 'python3',
+  );
+  return resolvedPython;
+}
+
+/**
+ * What the first launch on this worker would otherwise wait for (~0.25 s of the first step's start here): the spawn
+ * helper, and which interpreter `python3` is. Called once the worker polls its pools.
+ */
+export function prepareLaunches(): void {
+  warmSpawner();
+  void launcherPython();
 }
 
 /** How long a step's stop command (e.g. `ray job stop`) may take. */

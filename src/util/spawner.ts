@@ -163,6 +163,13 @@ export class Spawner {
     return launch.started;
   }
 
+  /** The socket and the helper, before the first launch needs them (a worker's start, not a step's, pays for them). */
+  warm(): void {
+    this.listen().catch(() => undefined);
+    this.helperProcess();
+    this.hold();
+  }
+
   private forget(l: Launch): void {
     this.live.delete(l.req.id);
     this.byToken.delete(l.req.token);
@@ -247,6 +254,11 @@ const spawner = new Spawner();
  * Start `file` detached (its own session and process group), stdin closed, stdout and stderr interleaved in
  * `all`; `env` is added to this process's environment.
  */
+/** Start the worker's spawn helper now: its first launch otherwise waited ~0.1 s for a Node process to start. */
+export function warmSpawner(): void {
+  spawner.warm();
+}
+
 export function spawnDetached(file: string, args: string[], o: { cwd: string; env: Record<string, string> }): Promise<SpawnedProcess> {
   return spawner.spawn(file, args, o);
 }

@@ -8,6 +8,7 @@ import { Worker } from '@temporalio/worker';
 import { createActivities, orchestratorActivities } from '../activities/index.js';
 import { workerIdentity } from '../activities/attempt.js';
 import { GpuSlots } from '../activities/gpu-slots.js';
+import { prepareLaunches } from '../activities/trainer-process.js';
 import { DEFAULT_KILL_GRACE_MS } from '../util/process-group.js';
 import { ORCHESTRATOR_TASK_QUEUE } from '../temporal/constants.js';
 import { codecFromEnv, EncryptionCodec } from '../temporal/codec.js';
@@ -125,6 +126,7 @@ export async function runPoolWorker(opts: PoolWorkerOptions): Promise<WorkerEnd>
       }),
     );
   }
+  if (opts.taskQueues.length) prepareLaunches();
   // Other workers on this host given the same GPUs: sharing is safe (GPUs are claimed host-wide) but is worth
   // knowing, since their steps now wait on each other.
   for (const w of gpuOverlapWarnings(opts.gpus, liveWorkers())) log(w);

@@ -12,7 +12,7 @@ import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
 import { reportCharts } from '../../../src/report/charts.js';
 import { readRunData, type RunData } from '../../../src/report/run-data.js';
-import { outDirProblem, writeReport, type WrittenReport } from '../../../src/report/write-report.js';
+import { outDirProblem, writeReport, writeReportPngsAfter, type WrittenReport } from '../../../src/report/write-report.js';
 
 const FIXTURE = join(__dirname, '../../fixtures/report-7b');
 const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
@@ -111,6 +111,30 @@ describe('report of a 7B-style Megatron + slime run', () => {
       const b = readFileSync(join(runDir, 'report', 'charts', p));
       expect(b.subarray(1, 4).toString()).toBe('PNG');
       expect(b.length).toBeGreaterThan(10_000);
+    }
+  });
+
+  it('at the end of a run, writes the page first and its PNGs after, the page never linking a PNG not yet written', () => {
+    const other = mkdtempSync(join(tmpdir(), 'infir2-report-later-'));
+    try {
+      cpSync(runDir, other, { recursive: true });
+      rmSync(join(other, 'report'), { recursive: true, force: true });
+      const now = new Date('2026-03-05T00:00:00Z');
+      const staged = writeReportPngsAfter(other, { now });
+      const first = readFileSync(staged.report.page, 'utf8');
+      expect(staged.report.charts).toBe(11);
+      expect((first.match(/<svg/g) ?? []).length).toBe(11);
+      expect(first).not.toContain('.png');
+      expect(readdirSync(join(other, 'report', 'charts'))).toEqual([]);
+      const done = staged.pngs();
+      expect(done.pngs).toHaveLength(11);
+      expect(readdirSync(join(other, 'report', 'charts')).sort()).toEqual(readdirSync(join(runDir, 'report', 'charts')).sort());
+      // The same page `infir2 report` writes in one go
+      // (but for its directory, and the class names ECharts numbers by the charts it drew before in this process).
+      const same = (page: string) => page.replace(/zr\d+-(cls-|c)\d+/g, 'zr-$1');
+      expect(same(readFileSync(done.page, 'utf8').replaceAll(other, runDir))).toBe(same(html));
+    } finally {
+      rmSync(other, { recursive: true, force: true });
     }
   });
 
