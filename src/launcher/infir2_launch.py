@@ -38,14 +38,11 @@ line: its ranks wait for the next attempt, which stops them through the stop fil
 Exit: the command's exit code; a command killed by a signal makes this process die by the same signal, so that
 the supervisor sees what it would have seen of the command.
 """
-import argparse
 import ctypes
-import json
 import math
 import os
 import select
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -191,6 +188,8 @@ def read_stop(path, seen):
         return None
     seen[0] = stamp
     try:
+        import json  # here, not at the top: most launches never see a stop file (the import is ~5 ms of each start)
+
         with open(path) as f:
             req = json.load(f)
         mode = req.get("mode") if isinstance(req, dict) else None
@@ -258,22 +257,80 @@ class Stop:
         return False
 
 
-def main(argv):
-    p = argparse.ArgumentParser(prog="infir2_launch.py", description=__doc__.split("\n")[0])
-    p.add_argument("--stop-file", help="where a stop request appears (default: <cwd>/.infir2-stop.<$INFIR2_LAUNCH>)")
-    p.add_argument("--stop-allowance", type=float, default=60.0, help="seconds the rank mains get on SIGTERM to this process or when the command leaves them")
-    p.add_argument("--rest-grace", type=float, default=5.0, help="seconds what is left gets after SIGTERM, before SIGKILL")
-    p.add_argument("command", nargs=argparse.REMAINDER)
-    args = p.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+USAGE = "usage: infir2_launch.py [--stop-file PATH] [--stop-allowance SEC] [--rest-grace SEC] -- COMMAND [ARG...]"
+OPTIONS = {"--stop-file": "stop_file", "--stop-allowance": "stop_allowance", "--rest-grace": "rest_grace"}
+
+
+class Usage(Exception):
+    pass
+
+
+def parse_args(argv):
+    """{stop_file, stop_allowance, rest_grace, command}; Usage for bad input. By hand: argparse (and the re it
+    pulls in) was a quarter of this process's start, paid before every step's trainer."""
+    args = {"stop_file": None, "stop_allowance": 60.0, "rest_grace": 5.0}
+    i = 0
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "--":
+        name, eq, value = argv[i].partition("=")
+        if name in ("-h", "--help"):
+            print(USAGE + "\n\n" + __doc__.split("\n")[0])
+            sys.exit(0)
+        if name not in OPTIONS:
+            raise Usage("unknown option %s" % name)
+        if not eq:
+            i += 1
+            if i >= len(argv):
+                raise Usage("%s: expected a value" % name)
+            value = argv[i]
+        key = OPTIONS[name]
+        if key == "stop_file":
+            args[key] = value
+        else:
+            try:
+                v = float(value)
+            except ValueError:
+                v = None
+            if v is None or not (math.isfinite(v) and 0 <= v <= MAX_ALLOWANCE_S):
+                raise Usage("%s: expected seconds in 0..%d, got %r" % (name, MAX_ALLOWANCE_S, value))
+            args[key] = v
+        i += 1
+    command = argv[i + 1:] if argv[i:i + 1] == ["--"] else argv[i:]
     if not command:
-        p.error("no command to run (expected: -- COMMAND [ARG...])")
-    for name in ("stop_allowance", "rest_grace"):
-        v = getattr(args, name)
-        if not (math.isfinite(v) and 0 <= v <= MAX_ALLOWANCE_S):
-            p.error("--%s: expected seconds in 0..%d, got %r" % (name.replace("_", "-"), MAX_ALLOWANCE_S, v))
+        raise Usage("no command to run (expected: -- COMMAND [ARG...])")
+    args["command"] = command
+    return args
+
+
+def spawn(command, out_fd):
+    """Start the command with stdout and stderr on `out_fd`, as subprocess.Popen would (no other fd of this process
+    inherited, SIGPIPE and SIGXFSZ back to their defaults, which Python ignores), without importing subprocess:
+    another ~5 ms of every start. Python < 3.8 has no posix_spawnp: Popen there."""
+    if not hasattr(os, "posix_spawnp"):
+        import subprocess
+
+        return subprocess.Popen(command, stdout=out_fd, stderr=out_fd).pid
+    actions = [(os.POSIX_SPAWN_DUP2, out_fd, 1), (os.POSIX_SPAWN_DUP2, out_fd, 2)]
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            if fd > 2 and fd != out_fd and os.get_inheritable(fd):
+                actions.append((os.POSIX_SPAWN_CLOSE, fd))
+        except OSError:
+            pass
+    actions.append((os.POSIX_SPAWN_CLOSE, out_fd))
+    return os.posix_spawnp(command[0], command, os.environ, file_actions=actions,
+                           setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+
+
+def main(argv):
+    try:
+        args = parse_args(argv)
+    except Usage as err:
+        sys.stderr.write("%s\ninfir2_launch.py: error: %s\n" % (USAGE, err))
+        return 2
+    command = args["command"]
     token = os.environ.get("INFIR2_LAUNCH", "")
-    stop_file = args.stop_file or (os.path.join(os.getcwd(), ".infir2-stop." + token) if token else None)
+    stop_file = args["stop_file"] or (os.path.join(os.getcwd(), ".infir2-stop." + token) if token else None)
 
     become_subreaper()
     wake = wake_on_signals()
@@ -282,7 +339,7 @@ def main(argv):
         signal.signal(sig, lambda signum, frame: asked.append(signum))
     rfd, wfd = os.pipe()
     try:
-        child = subprocess.Popen(command, stdout=wfd, stderr=wfd)
+        child_pid = spawn(command, wfd)
     except OSError as err:
         say("cannot start %s: %s" % (command[0], err.strerror or err))
         return 127 if isinstance(err, FileNotFoundError) else 126
@@ -303,7 +360,7 @@ def main(argv):
                 break
             if pid == 0:
                 break
-            if pid == child.pid:
+            if pid == child_pid:
                 status = st
         req = read_stop(stop_file, seen) if stop_file else None
         if req and req["mode"] == "kill":
@@ -312,13 +369,13 @@ def main(argv):
             stop.kill = True
             say("kill requested: SIGKILL to every process of the tree")
         elif req and stop is None:
-            stop = Stop(req["allowanceSec"], args.rest_grace, "stop requested")
+            stop = Stop(req["allowanceSec"], args["rest_grace"], "stop requested")
         if asked and stop is None:
-            stop = Stop(args.stop_allowance, args.rest_grace, "%s received" % signal.Signals(asked[0]).name)
+            stop = Stop(args["stop_allowance"], args["rest_grace"], "%s received" % signal.Signals(asked[0]).name)
         if status is not None and stop is None:
             if not descendants(me):
                 break
-            stop = Stop(args.stop_allowance, args.rest_grace, "the command ended, leaving processes")
+            stop = Stop(args["stop_allowance"], args["rest_grace"], "the command ended, leaving processes")
         if stop is not None and stop.step(me, status is None) and status is not None:
             break
         nap(wake)

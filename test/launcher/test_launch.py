@@ -256,3 +256,22 @@ def test_the_output_is_relayed_whole(tmp_path):
                        cwd=str(tmp_path), capture_output=True, text=True)
     assert r.returncode == 0
     assert r.stdout.count("\n") == 2001 and r.stdout.rstrip().endswith("err")
+
+
+def test_the_command_inherits_only_its_output_and_default_signal_dispositions(tmp_path):
+    """As subprocess.Popen started it: no other fd of the launcher (one its own parent leaked to it here), and
+    SIGPIPE and SIGXFSZ at their defaults, which the launcher's Python ignores."""
+    r, w = os.pipe()
+    os.set_inheritable(w, True)
+    try:
+        p = subprocess.run([sys.executable, LAUNCHER, "--", "sh", "-c", "ls /proc/self/fd; grep SigIgn /proc/self/status"],
+                           cwd=str(tmp_path), capture_output=True, text=True, pass_fds=(w,), timeout=30)
+    finally:
+        os.close(r)
+        os.close(w)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.split()
+    fds = lines[:lines.index("SigIgn:")]
+    assert sorted(int(x) for x in fds) == [0, 1, 2, 3]  # 3: ls's own listing of the directory
+    ignored = int(lines[lines.index("SigIgn:") + 1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
