@@ -1,9 +1,10 @@
 /**
- * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts [handoff|overhead|recovery|hang|stall]...`). Prints figures; asserts
+ * Orchestration benchmarks (run: `make bench`, or `npx tsx bench/orchestration.ts [handoff|overhead|timeline|recovery|hang|stall]...`). Prints figures; asserts
  * nothing, because timings on a busy 2-core machine are for reading, not for failing a build.
  *
  *  1. stage hand-off gap: exit of one process → start of the next, median over a 10-step plan of instant steps
  *  2. whole-run overhead: a 3-step plan of ~10 s fake-trainer steps vs the same commands back to back in a shell
+ *     (`timeline`: every event of such a run, to see where the rest goes)
  *  3. recovery after a worker SIGKILL: kill → the resumed trainer's first iteration, with a 10 s heartbeat timeout
  *  4. hang detection: the hung trainer's last iteration → the supervisor's kill, and → the resumed trainer's
  *     first iteration, with a 5 s stall timeout
@@ -17,6 +18,7 @@ import { join } from 'node:path';
 import { compilePlan } from '../src/plan/compile.js';
 import type { PlanStep, StallSpec } from '../src/plan/types.js';
 import { loadRecipe } from '../src/recipe/load.js';
+import { stepWorkflowId } from '../src/temporal/constants.js';
 import { fakePlan, fakeStep, journal, PYTHON, ROOT, setupEnv, startPlan, waitFor, type Env } from '../test/integration/harness.js';
 
 const STAMP = join(ROOT, 'bench', 'fixtures', 'stamp_step.py');
@@ -79,6 +81,46 @@ async function overhead(env: Env): Promise<void> {
     const spans = steps.map((s) => journal(runDir, s.id)).map((j) => [j[0]!.t - 0.1, j.at(-1)!.t] as const);
     const gaps = spans.slice(1).map((sp, i) => sp[0] - spans[i]![1]);
     console.log(`  start → first iteration ${(spans[0]![0] - t0 / 1000).toFixed(2)} s; hand-offs ${gaps.map((g) => g.toFixed(2)).join(', ')} s; last iteration → run completed ${(t1 / 1000 - spans.at(-1)![1]).toFixed(2)} s`);
+  }
+}
+
+/** An event's time, s (the server's clock). */
+const evSec = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(e.eventTime?.seconds ?? 0) + (e.eventTime?.nanos ?? 0) / 1e9;
+
+/**
+ * Where a run's time goes between its trainers: a 3-step plan of 2 s steps, after one run on the same worker, with
+ * every event of the run's and its stages' histories (the server's clock) between the trainers' first and last
+ * iterations (their journals), each with its offset from the run's start and from the line before.
+ */
+async function timeline(env: Env): Promise<void> {
+  const plan = (name: string) => {
+    const runDir = join(env.dir, 'runs', name);
+    mkdirSync(runDir, { recursive: true });
+    return fakePlan(runDir, name, Array.from({ length: 3 }, (_, i) => fakeStep({ id: `train.${i}`, runDir, iters: 20, sleep: 0.1, saveInterval: 25, dependsOn: i ? [`train.${i - 1}`] : [] })));
+  };
+  await (await startPlan(env, plan('timeline-warmup'))).result();
+  const p = plan('timeline');
+  const t0 = Date.now() / 1000;
+  const h = await startPlan(env, p);
+  await h.result();
+  const marks: [number, string][] = [[t0, 'client: run started'], [Date.now() / 1000, 'client: result']];
+  for (const s of p.steps) {
+    const j = journal(p.runDir, s.id);
+    marks.push([j[0]!.t, `${s.id}: first iteration`], [j.at(-1)!.t, `${s.id}: last iteration`]);
+  }
+  for (const [id, tag] of [[h.workflowId, 'run'], ...p.steps.map((s) => [stepWorkflowId(h.workflowId, s.id), s.id])] as const) {
+    for (const e of (await env.client.workflow.getHandle(id).fetchHistory()).events ?? []) {
+      const kind = Object.keys(e).find((k) => k.endsWith('EventAttributes') && (e as Record<string, unknown>)[k]) ?? 'event';
+      const activity = e.activityTaskScheduledEventAttributes?.activityType?.name;
+      marks.push([evSec(e), `${tag}: ${kind.replace('EventAttributes', '')}${activity ? ` ${activity}` : ''}`]);
+    }
+  }
+  marks.sort((a, b) => a[0] - b[0]);
+  console.log('timeline of a 3-step run on a warm worker (s from its start, ms since the line before):');
+  let prev = t0;
+  for (const [t, m] of marks) {
+    console.log(`  ${(t - t0).toFixed(3).padStart(7)} ${`+${((t - prev) * 1000).toFixed(0)}`.padStart(6)} ms  ${m}`);
+    prev = t;
   }
 }
 
@@ -148,7 +190,7 @@ async function defaultStallLimits(env: Env): Promise<void> {
 }
 
 // `npx tsx bench/orchestration.ts [part ...]`: only the parts named (all of them by default).
-const PARTS = { handoff: handoffGap, overhead, recovery, hang: hangDetection, stall: defaultStallLimits };
+const PARTS = { handoff: handoffGap, overhead, timeline, recovery, hang: hangDetection, stall: defaultStallLimits };
 const chosen = process.argv.slice(2);
 for (const c of chosen) if (!(c in PARTS)) throw new Error(`unknown part ${c}: ${Object.keys(PARTS).join(', ')}`);
 const env = await setupEnv('bench');
