@@ -2,11 +2,11 @@
  * Runs' reports written in a process of their own: `node report-process.js` reads jobs `{ runDir, status }`, one
  * JSON line each, on stdin, writes each report (write-report.ts) and answers each with one JSON line on stdout,
  * `{ page, charts, bytes, problems }` or `{ error }`, as soon as the page is written (its charts inline), then writes
- * the charts' PNGs and the page again with links to them (write-report.ts); it exits when stdin ends. The worker renders every run's
- * end-of-run report this way (activities/run-report.ts): rendering is synchronous CPU work (0.3–0.4 s, hundreds
- * of MB at its peak for a long run's charts), which on the worker's own event loop held up every trainer it
- * supervised and every workflow it ran while 100 runs ended together (issue 33). One process takes job after
- * job, so its start (loading the chart library) is paid once per burst of runs, not once per run.
+ * the charts' PNGs and the page again with links to them (write-report.ts); it exits when stdin ends. The worker
+ * renders every run's end-of-run report this way (activities/run-report.ts): rendering is synchronous CPU work
+ * (0.3–0.4 s, hundreds of MB at its peak for a long run's charts), which on the worker's own event loop held up
+ * every trainer it supervised and every workflow it ran while 100 runs ended together (issue 33). One process
+ * takes job after job, so its start (loading the chart library) is paid once per burst of runs, not once per run.
  */
 import { createInterface } from 'node:readline';
 import type { RunStatus } from '../plan/contracts.js';
