@@ -38,6 +38,10 @@ export function prebuiltBundlePath(encodedFailures = false): string {
 function bundle(encodedFailures: boolean) {
   return bundleWorkflowCode({
     workflowsPath: workflowsEntry(),
+    // Evaluated once when the worker's workflow context starts, not in a fresh worker's first workflow task (the
+    // first run's first task took 116 ms against 16 ms on the next run). Safe only because no workflow module keeps
+    // state at module level: preloaded modules share one module cache across every workflow the context runs.
+    preloadModules: [workflowsEntry()],
     ...(encodedFailures ? { failureConverterPath: encodedFailuresConverterPath() } : {}),
     logger: quietLogger,
   });
