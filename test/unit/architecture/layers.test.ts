@@ -126,6 +126,25 @@ describe('layers (docs/architecture.md)', () => {
     expect(violation(edge('engine-logs/progress-parsers.ts', 'report/curve.ts'))).toMatch(/engine-logs may not import report/);
   });
 
+  it('the modules the workflows load keep no mutable state at module level (the bundle preloads them into one context every workflow shares)', () => {
+    const all = edges();
+    const seen = new Set<string>();
+    const todo = ['workflows/index.ts'];
+    while (todo.length) {
+      const f = todo.pop()!;
+      if (seen.has(f)) continue;
+      seen.add(f);
+      for (const e of all) if (e.from === f && e.to && !e.typeOnly) todo.push(e.to);
+    }
+    expect(seen.size).toBeGreaterThan(10);
+    const state = [...seen].flatMap((f) =>
+      readFileSync(join(SRC, f), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/^(export\s+)?(let|var)\s/.test(line) || /^(export\s+)?const\s+\w+\s*(:[^=]*)?=\s*(new\s+(Map|WeakMap)\b|\[\s*\])/.test(line) ? [`${f}:${i + 1}: ${line.trim()}`] : [])),
+    );
+    expect(state).toEqual([]);
+  });
+
   it('reads type-only imports, re-exports and lazy imports', () => {
     expect(importsOf(`import type { A } from '../a.js';\nimport { type B, type C } from './b.js';\nimport { d, type E } from './d.js';`)).toEqual([
       { spec: '../a.js', typeOnly: true },
