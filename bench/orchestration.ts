@@ -64,11 +64,11 @@ async function overhead(env: Env): Promise<void> {
   // The same plan twice on the same worker: its first run pays for what a worker does once (the first workflow
   // task compiles the workflow code's paths, ~0.1 s here); a worker serves runs for weeks, so the second is the
   // steady state.
-  for (const which of ['first run on a fresh worker', 'the next run on that worker']) {
-    const runDir = join(env.dir, 'runs', `overhead-${which.startsWith('first') ? 1 : 2}`);
+  for (const [k, which] of ['first run on a fresh worker', 'the next run on that worker'].entries()) {
+    const runDir = join(env.dir, 'runs', `overhead-${k + 1}`);
     const steps = stepsIn(runDir);
     const t0 = Date.now();
-    await (await startPlan(env, fakePlan(runDir, `overhead${which.startsWith('first') ? 1 : 2}`, steps))).result();
+    await (await startPlan(env, fakePlan(runDir, `overhead${k + 1}`, steps))).result();
     const t1 = Date.now();
     const orchestrated = (t1 - t0) / 1000;
     const perStep = (orchestrated - shell) / n;

@@ -250,15 +250,15 @@ export class Spawner {
 
 const spawner = new Spawner();
 
-/**
- * Start `file` detached (its own session and process group), stdin closed, stdout and stderr interleaved in
- * `all`; `env` is added to this process's environment.
- */
 /** Start the worker's spawn helper now: its first launch otherwise waited ~0.1 s for a Node process to start. */
 export function warmSpawner(): void {
   spawner.warm();
 }
 
+/**
+ * Start `file` detached (its own session and process group), stdin closed, stdout and stderr interleaved in
+ * `all`; `env` is added to this process's environment.
+ */
 export function spawnDetached(file: string, args: string[], o: { cwd: string; env: Record<string, string> }): Promise<SpawnedProcess> {
   return spawner.spawn(file, args, o);
 }

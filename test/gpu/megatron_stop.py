@@ -37,6 +37,8 @@ import uuid
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LAUNCHER = os.path.join(ROOT, "src", "launcher", "infir2_launch.py")
+sys.path.insert(0, os.path.dirname(LAUNCHER))
+import infir2_launch  # noqa: E402  (its /proc reader: the launcher's own view of who is whose child)
 STANDIN = os.path.join(ROOT, "test", "fixtures", "megatron_standin.py")
 ITER_RE = re.compile(r"\biteration\s+(\d+)/\s*\d+ \|")
 EXIT_LINE = "[exiting program after receiving SIGTERM.]"
@@ -61,19 +63,7 @@ def tree_left(token):
 
 
 def children_of(pid):
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % name) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-        if ppid == pid:
-            out.append(int(name))
-    return out
+    return [p for p, ppid in infir2_launch.proc_table().items() if ppid == pid]
 
 
 def saved_iteration(ckpt):
