@@ -9,15 +9,18 @@
  *       worker with `--slots N`: most trainers at once, hand-off gap p50/p95, `status` p50/p95, worker and
  *       server peak RSS, CPU seconds per step (worker, server, trainers)
  *
+ * With `--stagger SEC`, the runs start evenly over SEC seconds instead of all at once (their equal steps then hand over
+ * all at the same moment: the worst case, and the default).
+ *
  * With `--cluster` (after the part), on the PostgreSQL cluster tier instead (test/cluster/harness.ts: the Temporal
  * server release docker-compose.yml pins, on PostgreSQL; needs `make setup-cluster`).
  *
  * The machine is shared: the load average is printed beside each figure.
  */
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import type { PlanStep } from '../src/plan/types.js';
 import { poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
 import { resolveRun, runStatus } from '../src/temporal/runs.js';
@@ -217,7 +220,22 @@ async function dispatchParts(client: Client, runIds: string[], steps: number) {
   return { parts, wtWait, wtRun };
 }
 
-async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
+/**
+ * CPU seconds one trainer start costs (the launcher, then the fake trainer to its first iteration and exit), from
+ * `k` starts one after another: N hand-offs at the same moment need N of these on the machine's cores before the
+ * last trainer runs, whatever the orchestration costs.
+ */
+function trainerStartCpuSec(env: Tier, k = 10): number {
+  const dir = tmpRunDir(env, 'start-floor');
+  const step = fakeStep({ id: 'floor', runDir: dir, iters: 1, sleep: 0 });
+  const launcher = join(ROOT, 'src', 'launcher', 'infir2_launch.py');
+  mkdirSync(step.command.cwd!, { recursive: true });
+  const before = cpuSec(process.pid).children;
+  for (let i = 0; i < k; i++) execFileSync('/usr/bin/python3', ['-I', '-S', launcher, '--', ...step.command.argv], { cwd: dir, stdio: 'ignore' });
+  return (cpuSec(process.pid).children - before) / k;
+}
+
+async function concurrentRuns(n: number, cluster: boolean, staggerSec: number): Promise<void> {
   const env = await tier(`scale-${n}`, cluster);
   try {
     const worker = await env.startWorker(['--slots', String(n)]);
@@ -230,7 +248,12 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
     });
     const cpu0 = { worker: cpuSec(worker.pid!), server: cpuSec(env.serverPid), trainers: helperChildrenCpuSec() };
     const t0 = Date.now();
-    const handles = await Promise.all(plans.map((p) => startPlan(env, p, { heartbeatTimeoutSec: 60 })));
+    // Staggered, the runs start evenly over `staggerSec` (a lab's runs, which rarely hand over in the same second);
+    // at 0 all start together and, their steps being equal, all hand over together: the worst case.
+    const handles = await Promise.all(plans.map(async (p, i) => {
+      await sleep((staggerSec * 1000 * i) / n);
+      return startPlan(env, p, { heartbeatTimeoutSec: 60 });
+    }));
     let finished = 0;
     const results = Promise.allSettled(handles.map((h) => h.result().finally(() => (finished += 1))));
     const statusTimes: number[] = [];
@@ -293,7 +316,10 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
       execFileSync(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'status', handles[0]!.workflowId, '--json'], { env: cliEnv, stdio: 'ignore' });
       return (performance.now() - c0) / 1000;
     });
-    console.log(`[${env.name}] N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
+    const startCpu = trainerStartCpuSec(env);
+    const cores = availableParallelism();
+    console.log(`[${env.name}] N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}, ${staggerSec ? `started evenly over ${staggerSec} s` : 'all started at once (every hand-off at the same moment: the worst case)'}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
+    console.log(`  one trainer's start (launcher + fake trainer, to its exit after one iteration): ${(startCpu * 1000).toFixed(0)} ms of CPU; ${n} at the same moment on ${cores} cores: ${((startCpu * n) / cores).toFixed(2)} s before the last one runs, with no orchestration at all`);
     console.log(`  most trainers at once: ${mostAtOnce(intervals)}`);
     console.log(`  hand-off gap (last iteration → next step's first iteration, less one iteration): p50 ${pct(gaps, 50).toFixed(2)} s, p95 ${pct(gaps, 95).toFixed(2)} s`);
     for (const [what, xs] of Object.entries(parts)) console.log(`    ${what}: p50 ${pct(xs, 50).toFixed(2)} s, p95 ${pct(xs, 95).toFixed(2)} s`);
@@ -315,6 +341,8 @@ async function concurrentRuns(n: number, cluster: boolean): Promise<void> {
 }
 
 const cluster = process.argv.includes('--cluster');
-const [part = 'all', ...args] = process.argv.slice(2).filter((a) => a !== '--cluster');
+const staggerAt = process.argv.indexOf('--stagger');
+const stagger = staggerAt > 0 ? Number(process.argv[staggerAt + 1]) : 0;
+const [part = 'all', ...args] = process.argv.slice(2).filter((a, i, all) => a !== '--cluster' && a !== '--stagger' && all[i - 1] !== '--stagger');
 if (part === 'long' || part === 'all') await longAttempt(Number(args[0] ?? 100_000), Number(args[1] ?? 10_000), cluster);
-if (part === 'runs' || part === 'all') for (const n of (part === 'runs' && args.length ? args : ['10', '50', '100']).map(Number)) await concurrentRuns(n, cluster);
+if (part === 'runs' || part === 'all') for (const n of (part === 'runs' && args.length ? args : ['10', '50', '100']).map(Number)) await concurrentRuns(n, cluster, stagger);
