@@ -24,6 +24,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import type { PlanStep } from '../src/plan/types.js';
 import { poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
 import { resolveRun, runStatus } from '../src/temporal/runs.js';
+import { launcherPython } from '../src/activities/trainer-process.js';
 import type { ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import { clusterManifest, setupCluster } from '../test/cluster/harness.js';
@@ -225,13 +226,15 @@ async function dispatchParts(client: Client, runIds: string[], steps: number) {
  * `k` starts one after another: N hand-offs at the same moment need N of these on the machine's cores before the
  * last trainer runs, whatever the orchestration costs.
  */
-function trainerStartCpuSec(env: Tier, k = 10): number {
+async function trainerStartCpuSec(env: Tier, k = 10): Promise<number> {
   const dir = tmpRunDir(env, 'start-floor');
   const step = fakeStep({ id: 'floor', runDir: dir, iters: 1, sleep: 0 });
   const launcher = join(ROOT, 'src', 'launcher', 'infir2_launch.py');
+  // The interpreter the worker runs the launcher with.
+  const python = await launcherPython();
   mkdirSync(step.command.cwd!, { recursive: true });
   const before = cpuSec(process.pid).children;
-  for (let i = 0; i < k; i++) execFileSync('/usr/bin/python3', ['-I', '-S', launcher, '--', ...step.command.argv], { cwd: dir, stdio: 'ignore' });
+  for (let i = 0; i < k; i++) execFileSync(python, ['-I', '-S', launcher, '--', ...step.command.argv], { cwd: dir, stdio: 'ignore' });
   return (cpuSec(process.pid).children - before) / k;
 }
 
@@ -316,7 +319,7 @@ async function concurrentRuns(n: number, cluster: boolean, staggerSec: number): 
       execFileSync(process.execPath, [join(ROOT, 'bin', 'infir2.js'), 'status', handles[0]!.workflowId, '--json'], { env: cliEnv, stdio: 'ignore' });
       return (performance.now() - c0) / 1000;
     });
-    const startCpu = trainerStartCpuSec(env);
+    const startCpu = await trainerStartCpuSec(env);
     const cores = availableParallelism();
     console.log(`[${env.name}] N = ${n} concurrent runs × ${stepsPerRun} steps (${iters} iterations of ${sleepSec} s, a checkpoint every 10), one worker --slots ${n}, ${staggerSec ? `started evenly over ${staggerSec} s` : 'all started at once (every hand-off at the same moment: the worst case)'}: ${n - failures}/${n} completed in ${wall.toFixed(0)} s (load ${load()})`);
     console.log(`  one trainer's start (launcher + fake trainer, to its exit after one iteration): ${(startCpu * 1000).toFixed(0)} ms of CPU; ${n} at the same moment on ${cores} cores: ${((startCpu * n) / cores).toFixed(2)} s before the last one runs, with no orchestration at all`);
