@@ -3,14 +3,14 @@
  * loop, each taking job after job: the recorded 7B-style run (test/fixtures/report-7b) written by the activity,
  * several reports asked for at once, and a run directory the renderer cannot read failing with its words.
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPORT_PROCESSES, warmReportRenderer, writeRunReport } from '../../../src/activities/run-report.js';
 import { compilePlan } from '../../../src/plan/compile.js';
 import { loadRecipe } from '../../../src/recipe/load.js';
-import { processesMentioning, sleep, waitFor } from '../../integration/harness.js';
+import { processesMentioning, waitFor } from '../../integration/harness.js';
 
 const FIXTURE = join(import.meta.dirname, '../../fixtures/report-7b');
 const SETS = ['cpt.warmupIters=40', 'cpt.iterations=400', 'cpt.decayIters=80', 'rl.curriculum.0.rollouts=40', 'rl.curriculum.1.rollouts=40'];
@@ -40,6 +40,14 @@ function renderers(): number[] {
     }
   });
 }
+
+/**
+ * Whether every process of `pids` has been reaped by this process (its /proc entry gone), and so its exit seen by the
+ * module: a process leaves `renderers()` as soon as it is exiting (its command line reads empty), but its exit is
+ * reported only once all its threads have ended, which on a loaded machine took longer than 200 ms (a node process
+ * has several).
+ */
+const reaped = (pids: number[]) => pids.every((pid) => !existsSync(`/proc/${pid}`));
 
 const status = (runDir: string, runId: string) => ({ recipe: 'infir2-7b', runId, runDir, status: 'completed' as const, message: null, steps: [] });
 
@@ -89,8 +97,7 @@ describe('writeRunReport', () => {
     await expect(job).rejects.toThrow(/^the report renderer exited SIGKILL/);
     // Every renderer killed is gone before the next report is asked for (a job given to one dying unnoticed fails
     // too, and the activity's retry takes it again).
-    await waitFor('the killed renderers to be gone', () => renderers().every((p) => !victims.includes(p)));
-    await sleep(200);
+    await waitFor('the killed renderers to be reaped', () => reaped(victims));
     const next = await writeRunReport({ runDir: runDirs[2]!, status: status(runDirs[2]!, 'r2') });
     expect(next.page).toBe(join(runDirs[2]!, 'report', 'index.html'));
   }, 60_000);
@@ -99,8 +106,7 @@ describe('writeRunReport', () => {
     // None left from the tests before: this one starts it.
     const old = renderers();
     for (const pid of old) process.kill(pid, 'SIGTERM');
-    await waitFor('no renderer', () => renderers().length === 0);
-    await sleep(200);
+    await waitFor('no renderer', () => reaped(old));
     const before = new Set<number>();
     warmReportRenderer();
     warmReportRenderer();
