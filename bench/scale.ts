@@ -21,7 +21,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { availableParallelism, loadavg } from 'node:os';
-import type { PlanStep } from '../src/plan/types.js';
+import { LAUNCHER_FILE, type PlanStep } from '../src/plan/types.js';
 import { poolTaskQueue, stepWorkflowId } from '../src/temporal/constants.js';
 import { resolveRun, runStatus } from '../src/temporal/runs.js';
 import { launcherPython } from '../src/activities/trainer-process.js';
@@ -229,7 +229,7 @@ async function dispatchParts(client: Client, runIds: string[], steps: number) {
 async function trainerStartCpuSec(env: Tier, k = 10): Promise<number> {
   const dir = tmpRunDir(env, 'start-floor');
   const step = fakeStep({ id: 'floor', runDir: dir, iters: 1, sleep: 0 });
-  const launcher = join(ROOT, 'src', 'launcher', 'infir2_launch.py');
+  const launcher = join(ROOT, LAUNCHER_FILE);
   // The interpreter the worker runs the launcher with.
   const python = await launcherPython();
   mkdirSync(step.command.cwd!, { recursive: true });
